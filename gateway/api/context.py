@@ -1,0 +1,51 @@
+"""Who is calling and what the call carries: the objects handed to tools and interceptors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Transport = Literal["stdio", "http", "rest", "memory", "cli"]
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The identity a call runs as.
+
+    ``subject`` identifies the caller (a per-install id over stdio, the token's ``sub`` or the API key's id over
+    HTTP); ``tenant`` groups callers of one organisation. Rate limits, usage records and votes key on
+    :attr:`key`.
+    """
+
+    subject: str
+    tenant: str | None = None
+    scopes: frozenset[str] = frozenset()
+    method: str = "none"
+    """How the principal was established: ``none``, ``api_key``, ``jwt``, ``config``."""
+
+    all_scopes: bool = False
+    """True when no authentication is configured: every tool may be called."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.tenant}:{self.subject}" if self.tenant else self.subject
+
+    def allows(self, scope: str | None) -> bool:
+        return scope is None or self.all_scopes or scope in self.scopes
+
+
+@dataclass
+class CallContext:
+    """Per-call context handed to interceptors and tool handlers.
+
+    ``state`` is a scratch dict interceptors use to pass facts down the chain (for instance the rate-limit
+    decision, which the REST facade turns into ``X-RateLimit-*`` headers).
+    """
+
+    correlation_id: str
+    principal: Principal
+    transport: Transport
+    tool_name: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)

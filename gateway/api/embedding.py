@@ -1,0 +1,70 @@
+"""Embedder protocol, and the host's embedding service (the ordered embedder chain) as packs see it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+EmbedTask = Literal["document", "query"]
+"""``document`` for stored items (Gemini RETRIEVAL_DOCUMENT), ``query`` for searches (RETRIEVAL_QUERY)."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into L2-normalised dense vectors.
+
+    ``id`` is stable and names provider, model and dimension (``local/all-MiniLM-L6-v2/384``): vectors from two
+    ids are never compared. ``max_batch`` and ``max_input_chars`` are the limits the embedder declares; callers
+    may pass any number of texts (the embedder batches) and longer texts are truncated, never rejected.
+    Failures of a remote service raise :class:`gateway.api.ProviderUnavailable`.
+    """
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def max_batch(self) -> int: ...
+
+    @property
+    def max_input_chars(self) -> int: ...
+
+    async def embed(self, texts: Sequence[str], *, task: EmbedTask) -> list[list[float]]: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class QueryEmbedding:
+    """A query vector and the embedder that produced it (compare it only with that embedder's vectors)."""
+
+    embedder_id: str
+    vector: list[float]
+    skipped: tuple[str, ...] = ()
+    """Ids of embedders earlier in the chain that failed for this call."""
+
+
+@dataclass(frozen=True)
+class DocumentEmbeddings:
+    """Vectors for a batch of documents, per embedder id, and which embedders failed (to fill in later)."""
+
+    vectors: Mapping[str, list[list[float]]]
+    missing: tuple[str, ...] = field(default=())
+
+
+class EmbeddingService(Protocol):
+    """The configured embedder chain (default ``["gemini", "local"]``), as a tool pack uses it.
+
+    Documents get a vector from every available embedder of the chain (so the fallback index is always
+    complete); a query is embedded by the first embedder that answers.
+    """
+
+    @property
+    def embedders(self) -> Sequence[Embedder]: ...
+
+    async def embed_documents(self, texts: Sequence[str]) -> DocumentEmbeddings: ...
+
+    async def embed_query(self, text: str) -> QueryEmbedding: ...

@@ -1,0 +1,123 @@
+"""What hooks receive: registrars for providers, packs and interceptors, and the contexts factories get."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Protocol
+
+from pydantic import BaseModel, BeforeValidator, SecretStr
+
+from gateway.api.embedding import EmbeddingService
+from gateway.api.sanitizers import SanitizationService
+from gateway.api.tools import Interceptor, Tool, ToolPack
+
+EMBEDDER = "embedder"
+VECTOR_STORE = "vector_store"
+STORE = "store"
+RATE_LIMITER = "rate_limiter"
+SANITIZER = "sanitizer"
+AUTH = "auth"
+JUDGE = "judge"
+PROVIDER_KINDS = (EMBEDDER, VECTOR_STORE, STORE, RATE_LIMITER, SANITIZER, AUTH, JUDGE)
+"""Every swappable provider kind. Plugins may register further kinds of their own."""
+
+
+def _resolve_secret(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        if set(value) != {"env"} or not isinstance(value["env"], str):
+            raise ValueError('a secret is a string or { env = "NAME" }')
+        return os.environ.get(value["env"]) or None
+    return value
+
+
+Secret = Annotated[SecretStr | None, BeforeValidator(_resolve_secret)]
+"""A config value written as ``{ env = "NAME" }`` (or, discouraged, a literal). ``None`` when the variable is
+unset. The value is a :class:`pydantic.SecretStr`, so it never appears in reprs or logs."""
+
+
+class ProviderLookup(Protocol):
+    def __call__(self, kind: str, name: str | None = None) -> Any:
+        """The provider of ``kind`` (the configured one when ``name`` is ``None``), built on first use."""
+
+
+@dataclass(frozen=True)
+class ProviderContext:
+    """Handed to a provider factory."""
+
+    kind: str
+    name: str
+    config: BaseModel | None
+    data_dir: Path
+    """A directory of this provider's own (created)."""
+    provider: ProviderLookup
+
+
+@dataclass(frozen=True)
+class PackContext:
+    """Handed to a tool-pack factory: its config, its data dir, and the shared services."""
+
+    name: str
+    config: BaseModel | None
+    data_dir: Path
+    provider: ProviderLookup
+    embeddings: Callable[[], EmbeddingService]
+    """The embedder chain, built on first call (packs that never embed never load a model)."""
+    sanitization: Callable[[], SanitizationService]
+
+
+@dataclass(frozen=True)
+class InterceptorContext:
+    """Handed to an interceptor factory."""
+
+    name: str
+    config: BaseModel | None
+    data_dir: Path
+    provider: ProviderLookup
+    tools: Mapping[str, tuple[str, Tool[Any, Any]]]
+    """Every served tool by full name, with the name of the pack that offers it."""
+
+
+ProviderFactory = Callable[[ProviderContext], Any]
+PackFactory = Callable[[PackContext], ToolPack]
+InterceptorFactory = Callable[[InterceptorContext], Interceptor]
+
+
+class ProviderRegistrar(Protocol):
+    def __call__(
+        self,
+        kind: str,
+        name: str,
+        factory: ProviderFactory,
+        *,
+        config_model: type[BaseModel] | None = None,
+        description: str = "",
+    ) -> None:
+        """Offer a provider. Its config is the ``[plugins.<kind>.<name>]`` table, validated by ``config_model``.
+        The factory may raise :class:`gateway.api.ProviderUnavailable` (a missing key, say)."""
+
+
+class PackRegistrar(Protocol):
+    def __call__(
+        self,
+        name: str,
+        factory: PackFactory,
+        *,
+        config_model: type[BaseModel] | None = None,
+        description: str = "",
+    ) -> None:
+        """Offer a tool pack. Its config is the ``[plugins.<name>]`` table, validated by ``config_model``."""
+
+
+class InterceptorRegistrar(Protocol):
+    def __call__(
+        self,
+        name: str,
+        factory: InterceptorFactory,
+        *,
+        config_model: type[BaseModel] | None = None,
+        description: str = "",
+    ) -> None:
+        """Offer a pipeline link. Its config is the ``[plugins.interceptor.<name>]`` table."""

@@ -1,0 +1,182 @@
+"""What a tool pack declares: tools, resources, resource templates, and the pack itself."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from gateway.api.context import CallContext
+from gateway.api.errors import ToolError
+
+InT = TypeVar("InT", bound=BaseModel)
+OutT = TypeVar("OutT", bound=BaseModel)
+
+ToolHandler = Callable[[InT, CallContext], Awaitable[OutT]]
+
+
+@dataclass(frozen=True)
+class ToolAnnotations:
+    """MCP tool annotations: hints to clients, never security boundaries."""
+
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class Tool(Generic[InT, OutT]):
+    """One tool: its full name, pydantic models for input and output, and an async handler.
+
+    The host derives ``inputSchema``/``outputSchema`` from the models, validates arguments before the handler
+    and the returned model after it, and answers with ``structuredContent`` plus a JSON text block.
+    ``scope`` is the permission a caller needs (``None``: anyone who may reach the gateway).
+    ``text_indent`` sets the indentation of the JSON text block (``None``: compact).
+    """
+
+    name: str
+    description: str
+    input_model: type[InT]
+    output_model: type[OutT]
+    handler: ToolHandler[InT, OutT]
+    annotations: ToolAnnotations = ToolAnnotations()
+    scope: str | None = None
+    text_indent: int | None = None
+    structured_output: bool = True
+
+
+@dataclass(frozen=True)
+class ResourceContent:
+    """What reading a resource returns: text (JSON, Markdown...) with its MIME type."""
+
+    text: str
+    mime_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A fixed-URI resource, such as ``gim://stats``."""
+
+    uri: str
+    name: str
+    read: Callable[[CallContext], Awaitable[ResourceContent]]
+    description: str | None = None
+    mime_type: str = "application/json"
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
+class ResourceTemplate:
+    """A resource family addressed by an RFC 6570 template, such as ``gim://issues/{issue_id}/stats``.
+
+    ``read`` receives the variables the host extracted from the URI.
+    """
+
+    uri_template: str
+    name: str
+    read: Callable[[Mapping[str, str], CallContext], Awaitable[ResourceContent]]
+    description: str | None = None
+    mime_type: str = "application/json"
+    scope: str | None = None
+
+
+class ToolPack:
+    """Base class of a tool pack. Subclasses override :meth:`tools` and whatever else they offer.
+
+    Lifecycle: the host builds the pack from its factory at start-up, awaits :meth:`start`, serves, and awaits
+    :meth:`stop` at shut-down. Per-request work happens in the tool handlers.
+    """
+
+    name: str = "unnamed"
+    instructions: str | None = None
+    """Text merged into the server instructions an assistant sees at connection time."""
+
+    def tools(self) -> Sequence[Tool[Any, Any]]:
+        return ()
+
+    def resources(self) -> Sequence[Resource]:
+        return ()
+
+    def resource_templates(self) -> Sequence[ResourceTemplate]:
+        return ()
+
+    async def start(self) -> None:
+        """Open connections, apply migrations, reconcile state. Called once before serving."""
+
+    async def stop(self) -> None:
+        """Release what :meth:`start` acquired. Called once at shut-down."""
+
+    def format_error(self, error: ToolError) -> dict[str, Any] | None:
+        """Render the JSON body of an error result for this pack's tools.
+
+        Return ``None`` to use the gateway default ``{"error": {"code", "message", "details"}}``.
+        """
+        return None
+
+
+@dataclass
+class ToolCall:
+    """A tool call as it travels through the interceptor chain.
+
+    ``arguments`` is the validated input model; interceptors may replace it (a sanitizer) but must keep its
+    type. ``raw_arguments`` is what the client sent.
+    """
+
+    tool: Tool[Any, Any]
+    pack: str
+    arguments: BaseModel
+    raw_arguments: Mapping[str, Any]
+    context: CallContext
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+CallNext = Callable[[ToolCall], Awaitable[BaseModel]]
+
+
+class Interceptor:
+    """One link of the call pipeline, wrapped around every tool call.
+
+    Return ``await call_next(call)`` to continue, raise a :class:`ToolError` to refuse, or return a model of the
+    tool's output type to answer without calling the tool. Unexpected exceptions are handled by the link's
+    configured ``on_error`` policy (``fail_closed``, the default, refuses the call; ``fail_open`` logs and
+    continues).
+    """
+
+    name: str = "interceptor"
+
+    async def __call__(self, call: ToolCall, call_next: CallNext) -> BaseModel:
+        return await call_next(call)
+
+    async def start(self) -> None:
+        """Called once at start-up, after every pack has started."""
+
+    async def stop(self) -> None:
+        """Called once at shut-down."""
+
+
+@dataclass(frozen=True)
+class ReindexReport:
+    embedder_id: str
+    total: int
+    embedded: int
+    skipped: int
+
+
+ReindexProgress = Callable[[int, int], None]
+"""``progress(done, total)``, called as items are re-embedded."""
+
+
+class Reindexable:
+    """Mixin for packs that keep vectors: ``gateway reindex`` drives it for every enabled pack that has it.
+
+    ``missing_only`` fills in only the vectors missing after an embedder outage. A full reindex writes new vectors
+    beside the old ones and switches over only when complete, so searches keep working meanwhile; an interrupted
+    run resumes where it stopped.
+    """
+
+    async def reindex(self, *, missing_only: bool, progress: ReindexProgress) -> list[ReindexReport]:
+        raise NotImplementedError

@@ -1,0 +1,1 @@
+"""Built-in plugins, installed under the import name ``gateway_plugins``."""

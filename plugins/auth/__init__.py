@@ -1,0 +1,1 @@
+"""Built-in auth plugin family."""

@@ -1,0 +1,1 @@
+"""Built-in embedders plugin family."""

@@ -1,0 +1,1 @@
+"""Built-in rate_limits plugin family."""

@@ -1,0 +1,1 @@
+"""Built-in sanitizers plugin family."""

@@ -1,0 +1,1 @@
+"""Built-in vector_stores plugin family."""
