@@ -26,6 +26,16 @@ from gateway.api.errors import (
     Unauthenticated,
     ValidationFailed,
 )
+from gateway.api.judges import (
+    RUBRIC,
+    SEVERITIES,
+    Judge,
+    JudgeRequest,
+    JudgeResult,
+    ReviewComment,
+    ReviewFile,
+    rubric_score,
+)
 from gateway.api.markers import PROJECT_NAME, hookimpl
 from gateway.api.rate_limits import RateDecision, RateLimiter, RateLimitRule
 from gateway.api.registry import (
@@ -78,7 +88,9 @@ __all__ = [
     "PROJECT_NAME",
     "PROVIDER_KINDS",
     "RATE_LIMITER",
+    "RUBRIC",
     "SANITIZER",
+    "SEVERITIES",
     "STORE",
     "VECTOR_STORE",
     "Authenticator",
@@ -100,6 +112,9 @@ __all__ = [
     "InterceptorContext",
     "InterceptorRegistrar",
     "InternalError",
+    "Judge",
+    "JudgeRequest",
+    "JudgeResult",
     "Migration",
     "NotFound",
     "PackContext",
@@ -122,6 +137,8 @@ __all__ = [
     "Resource",
     "ResourceContent",
     "ResourceTemplate",
+    "ReviewComment",
+    "ReviewFile",
     "SanitizationFailed",
     "SanitizationReport",
     "SanitizationService",
@@ -142,4 +159,5 @@ __all__ = [
     "VectorPoint",
     "VectorStore",
     "hookimpl",
+    "rubric_score",
 ]

@@ -35,7 +35,8 @@ class Tool(Generic[InT, OutT]):
     The host derives ``inputSchema``/``outputSchema`` from the models, validates arguments before the handler
     and the returned model after it, and answers with ``structuredContent`` plus a JSON text block.
     ``scope`` is the permission a caller needs (``None``: anyone who may reach the gateway).
-    ``text_indent`` sets the indentation of the JSON text block (``None``: compact).
+    ``text_indent`` sets the indentation of the JSON text block (``None``: compact); ``exclude_none`` leaves
+    fields whose value is ``None`` out of the result (for optional fields a client must not see as ``null``).
     """
 
     name: str
@@ -46,7 +47,7 @@ class Tool(Generic[InT, OutT]):
     annotations: ToolAnnotations = ToolAnnotations()
     scope: str | None = None
     text_indent: int | None = None
-    structured_output: bool = True
+    exclude_none: bool = False
 
 
 @dataclass(frozen=True)

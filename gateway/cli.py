@@ -1,0 +1,282 @@
+"""The ``gateway`` command line: serve, inspect plugins and tools, call a tool, check config, reindex."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+
+from gateway.api.errors import GatewayError
+from gateway.api.tools import Reindexable, ToolPack
+from gateway.app import DEFAULT_CONFIG, prepare, running_runtime
+from gateway.plugin_manager import create_plugin_manager
+from gateway.providers import ProviderHub
+
+CONFIG_ENV = "MCP_GATEWAY_CONFIG"
+
+
+def default_config_path() -> Path:
+    """``$MCP_GATEWAY_CONFIG``, else ``./config.toml``, else the project's own ``config.toml``."""
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        return Path(env)
+    local = Path("config.toml")
+    return local if local.exists() else DEFAULT_CONFIG
+
+
+class CliEnvironment:
+    """click's ``obj`` for every command: the chosen config, and access to the deployment on demand."""
+
+    def __init__(self, config_path: Path) -> None:
+        self.config_path = config_path
+
+    @asynccontextmanager
+    async def running_pack(self, name: str) -> AsyncIterator[ToolPack]:
+        async with running_runtime(self.config_path) as runtime:
+            if name not in runtime.packs:
+                raise click.ClickException(f"pack {name!r} is not enabled in {self.config_path}")
+            yield runtime.packs[name]
+
+    @asynccontextmanager
+    async def running_provider(self, kind: str, name: str | None = None) -> AsyncIterator[Any]:
+        loaded, plugins = prepare(self.config_path)
+        hub = ProviderHub(loaded, plugins.registry)
+        try:
+            yield hub.get(kind, name)
+        finally:
+            await hub.aclose()
+
+
+def _run(main: Callable[[], Any]) -> Any:
+    try:
+        return anyio.run(main)
+    except GatewayError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+class GatewayGroup(click.Group):
+    """Adds plugin commands (``gateway_register_commands``) when the command line is built."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._plugins_loaded = False
+
+    def _load_plugin_commands(self) -> None:
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        try:
+            plugins = create_plugin_manager()
+        except GatewayError as exc:
+            click.echo(f"warning: plugin commands unavailable: {exc}", err=True)
+            return
+        plugins.pm.hook.gateway_register_commands(cli=self)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None:
+            self._load_plugin_commands()
+            command = super().get_command(ctx, cmd_name)
+        return command
+
+
+@click.group(cls=GatewayGroup)
+@click.option(
+    "--config", "config_path", type=click.Path(path_type=Path), default=None, help="Deployment config (TOML)."
+)
+@click.pass_context
+def cli(ctx: click.Context, config_path: Path | None) -> None:
+    """A plugin-architecture MCP gateway."""
+    ctx.obj = CliEnvironment(config_path or default_config_path())
+
+
+def _config_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--config`` accepted after the sub-command too (``gateway serve --config x.toml``)."""
+
+    def callback(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+        if value is not None:
+            ctx.ensure_object(CliEnvironment).config_path = value
+
+    return click.option(
+        "--config",
+        type=click.Path(path_type=Path),
+        default=None,
+        expose_value=False,
+        callback=callback,
+        is_eager=True,
+        help="Deployment config (TOML).",
+    )(func)
+
+
+@cli.command()
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default=None)
+@click.option("--host", default=None, help="HTTP bind address (default from config: 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="HTTP port (0 picks a free one).")
+@_config_option
+@click.pass_obj
+def serve(env: CliEnvironment, transport: str | None, host: str | None, port: int | None) -> None:
+    """Serve the configured packs over MCP stdio or Streamable HTTP."""
+    from gateway import http, mcp_adapter
+
+    async def main() -> None:
+        async with running_runtime(env.config_path) as runtime:
+            kind = transport or runtime.loaded.config.transport.kind
+            if kind == "stdio":
+                await mcp_adapter.serve_stdio(runtime)
+            else:
+
+                def ready(bound: int) -> None:
+                    click.echo(f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True)
+
+                await http.serve_http(runtime, host=host, port=port, on_ready=ready)
+
+    _run(main)
+
+
+@cli.command("plugins")
+@_config_option
+@click.pass_obj
+def plugins_command(env: CliEnvironment) -> None:
+    """Inventory of loaded plugins: distribution, entry point, module, hooks, what each offers."""
+    loaded, plugins = prepare(env.config_path)
+    for info in plugins.inventory():
+        click.echo(f"{info.name}  ({info.distribution} {info.version})")
+        click.echo(f"    entry point: {info.entry_point or '-'}")
+        click.echo(f"    module:      {info.module}")
+        click.echo(f"    hooks:       {', '.join(info.hooks) or '-'}")
+        click.echo(f"    offers:      {', '.join(info.offers) or '-'}")
+    blocked = loaded.config.gateway.block
+    if blocked:
+        click.echo(f"blocked: {', '.join(blocked)}")
+
+
+@cli.command("tools")
+@click.option("--json", "as_json", is_flag=True, help="Print names, descriptions and schemas as JSON.")
+@_config_option
+@click.pass_obj
+def tools_command(env: CliEnvironment, as_json: bool) -> None:
+    """The tools the configured packs serve, with their schemas."""
+
+    async def main() -> None:
+        async with running_runtime(env.config_path) as runtime:
+            rows = [
+                {
+                    "name": name,
+                    "pack": served.pack,
+                    "description": served.tool.description,
+                    "scope": served.tool.scope,
+                    "inputSchema": served.tool.input_model.model_json_schema(),
+                    "outputSchema": served.tool.output_model.model_json_schema(mode="serialization"),
+                }
+                for name, served in runtime.tools.items()
+            ]
+        if as_json:
+            click.echo(json.dumps(rows, indent=2))
+            return
+        for row in rows:
+            click.echo(f"{row['name']}  [{row['pack']}]  scope={row['scope'] or '-'}")
+            click.echo(f"    {row['description'].splitlines()[0] if row['description'] else ''}")
+            click.echo(f"    input:  {json.dumps(row['inputSchema'])}")
+
+    _run(main)
+
+
+@cli.command("call")
+@click.argument("tool")
+@click.argument("arguments", default="{}")
+@_config_option
+@click.pass_obj
+def call_command(env: CliEnvironment, tool: str, arguments: str) -> None:
+    """Call TOOL once in-process with ARGUMENTS (a JSON object) and print the result."""
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="ARGUMENTS") from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="ARGUMENTS")
+
+    async def main() -> bool:
+        from gateway.runtime import UnknownTool
+
+        async with running_runtime(env.config_path) as runtime:
+            context = runtime.new_context(transport="cli")
+            try:
+                outcome = await runtime.call_tool(tool, parsed, context)
+            except UnknownTool:
+                raise click.ClickException(f"unknown tool {tool!r} (served: {', '.join(runtime.tools)})") from None
+        click.echo(json.dumps(outcome.body, indent=2, ensure_ascii=False))
+        return outcome.is_error
+
+    if _run(main):
+        sys.exit(1)
+
+
+@cli.group("config")
+def config_group() -> None:
+    """Configuration commands."""
+
+
+@config_group.command("check")
+@_config_option
+@click.pass_obj
+def config_check(env: CliEnvironment) -> None:
+    """Validate the configuration against the installed plugins."""
+    loaded, _ = prepare(env.config_path)
+    cfg = loaded.config
+    click.echo(f"{loaded.source}: ok")
+    click.echo(f"  packs: {', '.join(cfg.packs.enabled) or '-'}   transport: {cfg.transport.kind}")
+    click.echo(f"  embedders: {' -> '.join(cfg.providers.embedder)}   vector store: {cfg.providers.vector_store}")
+    click.echo(
+        f"  store: {cfg.providers.store}   rate limiter: {cfg.providers.rate_limiter}   auth: {cfg.providers.auth}"
+    )
+    click.echo(f"  data dir: {loaded.data_dir}")
+
+
+@cli.command("reindex")
+@click.option("--missing", is_flag=True, help="Only fill in vectors missing after an embedder outage.")
+@_config_option
+@click.pass_obj
+def reindex_command(env: CliEnvironment, missing: bool) -> None:
+    """Re-embed every stored item with the configured embedders (interruptible; run again to resume)."""
+    from tqdm import tqdm
+
+    async def main() -> None:
+        async with running_runtime(env.config_path) as runtime:
+            packs = [(name, pack) for name, pack in runtime.packs.items() if isinstance(pack, Reindexable)]
+            if not packs:
+                click.echo("no enabled pack keeps vectors", err=True)
+            for name, pack in packs:
+                with tqdm(desc=f"{name}", unit="item", file=sys.stderr) as bar:
+
+                    def progress(done: int, total: int, bar: Any = bar) -> None:
+                        bar.total = total
+                        bar.n = done
+                        bar.refresh()
+
+                    reports = await pack.reindex(missing_only=missing, progress=progress)
+                for report in reports:
+                    click.echo(
+                        f"{name}: {report.embedder_id}: {report.embedded} embedded, {report.skipped} skipped "
+                        f"of {report.total}"
+                    )
+
+    try:
+        _run(main)
+    except KeyboardInterrupt:
+        click.echo("interrupted; run the same command again to resume", err=True)
+        sys.exit(130)
+
+
+def main() -> None:
+    cli(prog_name="gateway")

@@ -1,0 +1,259 @@
+"""The deployment configuration (``config.toml``): load, validate, and resolve against installed plugins.
+
+Every table forbids unknown keys. Errors name the file, the dotted key and the problem; a provider, pack or
+interceptor that is not installed is reported with the list of what is installed. Each plugin validates its own
+``[plugins.<pack>]`` / ``[plugins.<kind>.<name>]`` / ``[plugins.interceptor.<name>]`` table with its own model.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.api.errors import ConfigError
+from gateway.plugin_manager import Registration, Registry
+
+DATA_DIR_ENV = "MCP_GATEWAY_DATA_DIR"
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GatewaySection(_Section):
+    name: str = "mcp-gateway"
+    data_dir: Path | None = None
+    """Where providers keep their files. Relative paths are relative to the config file. Overridden by the
+    ``MCP_GATEWAY_DATA_DIR`` environment variable; default: ``$XDG_DATA_HOME/mcp-gateway``."""
+    log_level: LogLevel = "info"
+    block: list[str] = Field(default_factory=list)
+    """Plugins (entry-point names) never to load."""
+    identity: str | None = None
+    """The caller identity over stdio; default: a per-install id generated and kept in the data dir."""
+    instructions: str | None = None
+    """Text put before the packs' own instructions."""
+
+
+class TransportSection(_Section):
+    kind: Literal["stdio", "http"] = "stdio"
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    path: str = "/mcp"
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Host headers accepted besides the loopback ones (DNS-rebinding protection)."""
+    allowed_origins: list[str] = Field(default_factory=list)
+    """Origin headers accepted besides the loopback ones; also the CORS allow-list."""
+    max_body_bytes: int = Field(1_000_000, gt=0)
+    json_response: bool = False
+    rest: bool = True
+    """Serve the REST facade at ``/api/v1`` beside MCP."""
+    allow_unauthenticated_remote: bool = False
+    """Permit ``providers.auth = "none"`` on a non-loopback host (refused by default)."""
+    public_url: str | None = None
+    """The externally visible base URL (for OAuth protected-resource metadata)."""
+
+
+class PacksSection(_Section):
+    enabled: list[str] = Field(default_factory=list)
+    prefix: dict[str, str] = Field(default_factory=dict)
+    """Optional prefix per pack, prepended to each of its tool names."""
+
+
+class InterceptorRef(_Section):
+    name: str
+    on_error: Literal["fail_closed", "fail_open"] = "fail_closed"
+
+
+class PipelineSection(_Section):
+    interceptors: list[InterceptorRef] = Field(default_factory=list)
+
+
+class ProvidersSection(_Section):
+    embedder: list[str] = Field(default_factory=lambda: ["gemini", "local"])
+    """Ordered embedder chain; unavailable ones (no key) are skipped, the last one is the always-on fallback."""
+    embedder_retry_seconds: float = Field(30.0, ge=0)
+    """After an embedder fails, skip it for this long before trying it again."""
+    vector_store: str = "qdrant-edge"
+    store: str = "sqlite"
+    rate_limiter: str = "sqlite"
+    auth: str = "none"
+
+
+class SanitizeSection(_Section):
+    error_message: list[str] = Field(default_factory=lambda: ["patterns", "contextual"])
+    code: list[str] = Field(default_factory=lambda: ["patterns", "contextual"])
+    free_text: list[str] = Field(default_factory=lambda: ["patterns", "contextual"])
+    query: list[str] = Field(default_factory=lambda: ["patterns"])
+    logs: str = "patterns"
+    """The layer applied to every log line (``""``: no log redaction)."""
+
+
+class GatewayConfig(_Section):
+    gateway: GatewaySection = Field(default_factory=GatewaySection)
+    transport: TransportSection = Field(default_factory=TransportSection)
+    packs: PacksSection = Field(default_factory=PacksSection)
+    pipeline: PipelineSection = Field(default_factory=PipelineSection)
+    providers: ProvidersSection = Field(default_factory=ProvidersSection)
+    sanitize: SanitizeSection = Field(default_factory=SanitizeSection)
+    plugins: dict[str, Any] = Field(default_factory=dict)
+
+
+class LoadedConfig:
+    """A validated config plus each plugin's validated table."""
+
+    def __init__(self, source: str, config: GatewayConfig, base_dir: Path) -> None:
+        self.source = source
+        self.config = config
+        self.base_dir = base_dir
+        self.plugin_configs: dict[tuple[str, str], BaseModel | None] = {}
+
+    @property
+    def data_dir(self) -> Path:
+        env = os.environ.get(DATA_DIR_ENV)
+        if env:
+            return Path(env).expanduser().resolve()
+        configured = self.config.gateway.data_dir
+        if configured is not None:
+            path = configured.expanduser()
+            return path if path.is_absolute() else (self.base_dir / path).resolve()
+        xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        return Path(xdg) / "mcp-gateway"
+
+    def plugin_config(self, reg: Registration) -> BaseModel | None:
+        """The validated table of a provider, pack or interceptor; defaults when the config has none."""
+        key = (reg.kind, reg.name)
+        if key not in self.plugin_configs:
+            table = f"plugins.{reg.name}" if reg.kind == "pack" else f"plugins.{reg.kind}.{reg.name}"
+            self.plugin_configs[key] = _validate_plugin_table(self, reg, {}, table)
+        return self.plugin_configs[key]
+
+
+def _format_errors(source: str, exc: ValidationError, prefix: str = "") -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(part) for part in (prefix, *err["loc"]) if part != "")
+        if err["type"] == "extra_forbidden":
+            lines.append(f"{source}: unknown key '{key}'")
+        else:
+            lines.append(f"{source}: '{key}': {err['msg']}")
+    return "\n".join(lines)
+
+
+def parse_config(text: str, *, source: str = "<config>", base_dir: Path | None = None) -> LoadedConfig:
+    """Parse and validate the gateway-level tables (plugin tables are validated by :func:`resolve`)."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+    return _validate(raw, source, base_dir or Path.cwd())
+
+
+def load_config(path: str | Path) -> LoadedConfig:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the configuration: {exc.strerror}") from exc
+    return parse_config(text, source=str(path), base_dir=path.resolve().parent)
+
+
+def config_from_mapping(raw: dict[str, Any], *, source: str = "<config>", base_dir: Path | None = None) -> LoadedConfig:
+    return _validate(raw, source, base_dir or Path.cwd())
+
+
+def _validate(raw: dict[str, Any], source: str, base_dir: Path) -> LoadedConfig:
+    try:
+        config = GatewayConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(source, exc)) from exc
+    return LoadedConfig(source, config, base_dir)
+
+
+def _installed(table: dict[str, Registration]) -> str:
+    return ", ".join(sorted(table)) or "none"
+
+
+def _validate_plugin_table(loaded: LoadedConfig, reg: Registration, raw: Any, key: str) -> BaseModel | None:
+    if reg.config_model is None:
+        if raw not in (None, {}):
+            raise ConfigError(f"{loaded.source}: '{key}': {reg.kind} {reg.name!r} takes no configuration")
+        return None
+    try:
+        return reg.config_model.model_validate(raw or {})
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(loaded.source, exc, key)) from exc
+
+
+def resolve(loaded: LoadedConfig, registry: Registry) -> LoadedConfig:
+    """Check every name the config uses against the installed plugins and validate every plugin table."""
+    cfg = loaded.config
+    src = loaded.source
+
+    def need_provider(kind: str, name: str, key: str) -> None:
+        table = registry.providers.get(kind, {})
+        if name not in table:
+            raise ConfigError(
+                f"{src}: '{key}': no {kind} provider {name!r} is installed (installed: {_installed(table)})"
+            )
+
+    for name in cfg.packs.enabled:
+        if name not in registry.packs:
+            raise ConfigError(
+                f"{src}: 'packs.enabled': no tool pack {name!r} is installed (installed: {_installed(registry.packs)})"
+            )
+    for name in cfg.packs.prefix:
+        if name not in cfg.packs.enabled:
+            raise ConfigError(f"{src}: 'packs.prefix.{name}': pack {name!r} is not enabled")
+    for ref in cfg.pipeline.interceptors:
+        if ref.name not in registry.interceptors:
+            raise ConfigError(
+                f"{src}: 'pipeline.interceptors': no interceptor {ref.name!r} is installed "
+                f"(installed: {_installed(registry.interceptors)})"
+            )
+    # Names written in the config are checked now; defaults are checked when first used, so a deployment that
+    # never embeds does not need an embedder installed.
+    explicit = cfg.providers.model_fields_set
+    if "embedder" in explicit:
+        for name in cfg.providers.embedder:
+            need_provider("embedder", name, "providers.embedder")
+    for field_name in ("vector_store", "store", "rate_limiter", "auth"):
+        if field_name in explicit:
+            need_provider(field_name, getattr(cfg.providers, field_name), f"providers.{field_name}")
+    for field_name in ("error_message", "code", "free_text", "query"):
+        if field_name in cfg.sanitize.model_fields_set:
+            for name in getattr(cfg.sanitize, field_name):
+                need_provider("sanitizer", name, f"sanitize.{field_name}")
+    if cfg.sanitize.logs and "logs" in cfg.sanitize.model_fields_set:
+        need_provider("sanitizer", cfg.sanitize.logs, "sanitize.logs")
+
+    for top, value in cfg.plugins.items():
+        if top in registry.packs:
+            loaded.plugin_configs[("pack", top)] = _validate_plugin_table(
+                loaded, registry.packs[top], value, f"plugins.{top}"
+            )
+            continue
+        table = registry.interceptors if top == "interceptor" else registry.providers.get(top)
+        if table is None:
+            known = sorted({*registry.packs, *registry.providers, "interceptor"})
+            raise ConfigError(
+                f"{src}: unknown key 'plugins.{top}': not an installed pack or provider kind "
+                f"(installed: {', '.join(known)})"
+            )
+        if not isinstance(value, dict):
+            raise ConfigError(f"{src}: 'plugins.{top}': expected a table of {top} providers")
+        for name, sub in value.items():
+            if name not in table:
+                raise ConfigError(
+                    f"{src}: unknown key 'plugins.{top}.{name}': no {top} {name!r} is installed "
+                    f"(installed: {_installed(table)})"
+                )
+            kind = "interceptor" if top == "interceptor" else top
+            loaded.plugin_configs[(kind, name)] = _validate_plugin_table(
+                loaded, table[name], sub, f"plugins.{top}.{name}"
+            )
+    return loaded

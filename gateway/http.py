@@ -1,0 +1,198 @@
+"""MCP Streamable HTTP (both protocol eras) plus ``/health`` and the REST facade, behind auth and limits.
+
+Request order: CORS → body-size limit → authentication (MCP and REST paths) → route. Credentials are accepted only
+from headers; a token or key in the query string is refused outright.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+import structlog
+import uvicorn
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gateway import __version__, mcp_adapter
+from gateway.api.errors import ConfigError, Unauthenticated
+from gateway.http_errors import error_envelope
+from gateway.runtime import GatewayRuntime
+
+log = structlog.get_logger(__name__)
+
+_QUERY_CREDENTIALS = {"access_token", "api_key", "apikey", "token", "key", "x-api-key"}
+_PUBLIC_PATHS = ("/health", "/.well-known/", "/api/v1/openapi.json")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class BodyLimitMiddleware:
+    """Refuse request bodies over ``limit`` bytes with 413, by Content-Length or while streaming."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, receive, send)
+            return
+        received = 0
+
+        async def limited_receive() -> dict[str, Any]:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise _BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _BodyTooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_envelope(413, "payload_too_large", f"the request body exceeds the limit of {self.limit} bytes")
+        await response(scope, receive, send)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class AuthMiddleware:
+    """Authenticate MCP and REST requests; the principal goes to ``request.state.principal``."""
+
+    def __init__(self, app: ASGIApp, runtime: GatewayRuntime) -> None:
+        self.app = app
+        self.runtime = runtime
+        cfg = runtime.loaded.config
+        self.authenticator = None if cfg.providers.auth == "none" else runtime.providers.get("auth")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or scope.get("method") == "OPTIONS" or path.startswith(_PUBLIC_PATHS):
+            await self.app(scope, receive, send)
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if _QUERY_CREDENTIALS & {name.lower() for name in query}:
+            response = error_envelope(
+                401, "unauthorized", "credentials are accepted only in headers, never in the query string"
+            )
+            await response(scope, receive, send)
+            return
+        if self.authenticator is None:
+            principal = self.runtime.default_principal
+        else:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            try:
+                principal = await self.authenticator.authenticate(headers)
+            except Unauthenticated as err:
+                challenge = self.authenticator.challenge()
+                response = error_envelope(
+                    401,
+                    err.code,
+                    err.message,
+                    headers={"WWW-Authenticate": challenge} if challenge else None,
+                )
+                await response(scope, receive, send)
+                return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+
+def _health(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[JSONResponse]]:
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse(
+            {"status": "ok", "version": __version__, "packs": list(runtime.packs), "tools": len(runtime.tools)}
+        )
+
+    return health
+
+
+def extra_routes(runtime: GatewayRuntime) -> list[BaseRoute]:
+    """``/health``, and the REST facade and OAuth metadata when enabled."""
+    routes: list[BaseRoute] = [Route("/health", _health(runtime), methods=["GET"])]
+    cfg = runtime.loaded.config
+    if cfg.transport.rest:
+        from gateway.rest import rest_routes
+
+        routes += rest_routes(runtime)
+    return routes
+
+
+def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
+    """The full HTTP application for a started runtime, to be bound on ``host`` (default: the configured one)."""
+    t = runtime.loaded.config.transport
+    host = host or t.host
+    if not is_loopback(host) and runtime.loaded.config.providers.auth == "none" and not t.allow_unauthenticated_remote:
+        raise ConfigError(
+            f"{runtime.loaded.source}: 'transport.host' is {host!r} (not loopback) but 'providers.auth' is "
+            f"'none': configure api_key or jwt, or set transport.allow_unauthenticated_remote = true"
+        )
+    app: ASGIApp = mcp_adapter.http_app(
+        runtime,
+        path=t.path,
+        host=host,
+        allowed_hosts=t.allowed_hosts,
+        allowed_origins=t.allowed_origins,
+        max_body_bytes=t.max_body_bytes,
+        json_response=t.json_response,
+        routes=extra_routes(runtime),
+    )
+    app = AuthMiddleware(app, runtime)
+    app = BodyLimitMiddleware(app, t.max_body_bytes)
+    if t.allowed_origins:
+        app = CORSMiddleware(
+            app,
+            allow_origins=t.allowed_origins,
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "X-API-Key", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
+            expose_headers=["Mcp-Session-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"],
+        )
+    return app
+
+
+async def serve_http(
+    runtime: GatewayRuntime,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    on_ready: Callable[[int], None] | None = None,
+) -> None:
+    """Serve until cancelled or signalled. ``on_ready(port)`` is called once the socket listens."""
+    t = runtime.loaded.config.transport
+    host = host or t.host
+    app = build_http_app(runtime, host)
+    config = uvicorn.Config(app, host=host, port=t.port if port is None else port, log_config=None, lifespan="on")
+    server = uvicorn.Server(config)
+    if on_ready is not None:
+        original = server.startup
+
+        async def startup(sockets: Any = None) -> None:
+            await original(sockets)
+            bound = server.servers[0].sockets[0].getsockname()[1]
+            on_ready(bound)
+
+        server.startup = startup  # type: ignore[method-assign]
+    log.info("serving MCP over HTTP", host=host, port=config.port, path=t.path)
+    await server.serve()

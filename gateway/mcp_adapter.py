@@ -1,0 +1,173 @@
+"""The one module that imports the ``mcp`` SDK: it maps the runtime onto a lowlevel ``Server``.
+
+Everything MCP-specific (types, error codes, transports, the SDK client used by in-process tests and the CLI)
+stays here, so an SDK upgrade touches one file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp.types as mt
+from mcp import Client
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute
+
+from gateway import __version__
+from gateway.api.context import Principal
+from gateway.api.errors import ToolError
+from gateway.runtime import GatewayRuntime, ServedTool, UnknownTool
+
+INVALID_PARAMS = mt.INVALID_PARAMS
+
+
+def _principal(runtime: GatewayRuntime, ctx: Any) -> Principal:
+    request = getattr(ctx, "request", None)
+    if request is not None:
+        principal = getattr(request.state, "principal", None)
+        if principal is not None:
+            return principal
+    assert runtime.default_principal is not None
+    return runtime.default_principal
+
+
+def _transport(ctx: Any) -> str:
+    return "http" if getattr(ctx, "request", None) is not None else "stdio"
+
+
+def _headers(ctx: Any) -> dict[str, str]:
+    request = getattr(ctx, "request", None)
+    return dict(request.headers) if request is not None else {}
+
+
+def _mcp_tool(served: ServedTool) -> mt.Tool:
+    tool = served.tool
+    ann = tool.annotations
+    return mt.Tool(
+        name=served.name,
+        title=ann.title,
+        description=tool.description,
+        input_schema=tool.input_model.model_json_schema(),
+        output_schema=tool.output_model.model_json_schema(mode="serialization"),
+        annotations=mt.ToolAnnotations(
+            title=ann.title,
+            read_only_hint=ann.read_only,
+            destructive_hint=ann.destructive,
+            idempotent_hint=ann.idempotent,
+            open_world_hint=ann.open_world,
+        ),
+    )
+
+
+def build_server(runtime: GatewayRuntime) -> Server[Any]:
+    """A lowlevel SDK server whose handlers delegate to ``runtime`` (which must be started)."""
+    tool_cache: dict[str, mt.Tool] = {name: _mcp_tool(served) for name, served in runtime.tools.items()}
+
+    async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
+        principal = _principal(runtime, ctx)
+        return mt.ListToolsResult(tools=[tool_cache[s.name] for s in runtime.visible_tools(principal)])
+
+    async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+        context = runtime.new_context(
+            principal=_principal(runtime, ctx), transport=_transport(ctx), headers=_headers(ctx)
+        )
+        try:
+            outcome = await runtime.call_tool(params.name, params.arguments, context)
+        except UnknownTool:
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}") from None
+        return mt.CallToolResult(
+            content=[mt.TextContent(type="text", text=outcome.text)],
+            structured_content=None if outcome.is_error else outcome.body,
+            is_error=outcome.is_error,
+        )
+
+    async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
+        principal = _principal(runtime, ctx)
+        return mt.ListResourcesResult(
+            resources=[
+                mt.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
+                for r in runtime.visible_resources(principal)
+            ]
+        )
+
+    async def list_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
+        principal = _principal(runtime, ctx)
+        return mt.ListResourceTemplatesResult(
+            resource_templates=[
+                mt.ResourceTemplate(
+                    uri_template=t.uri_template, name=t.name, description=t.description, mime_type=t.mime_type
+                )
+                for t in runtime.visible_templates(principal)
+            ]
+        )
+
+    async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
+        uri = str(params.uri)
+        context = runtime.new_context(principal=_principal(runtime, ctx), transport=_transport(ctx))
+        try:
+            content = await runtime.read_resource(uri, context)
+        except ToolError as err:
+            raise MCPError(INVALID_PARAMS, err.message, err.to_body()["error"]) from None
+        return mt.ReadResourceResult(
+            contents=[mt.TextResourceContents(uri=uri, mime_type=content.mime_type, text=content.text)]
+        )
+
+    has_resources = bool(runtime.resources or runtime.templates)
+    return Server(
+        runtime.name,
+        version=__version__,
+        instructions=runtime.instructions,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources if has_resources else None,
+        on_list_resource_templates=list_templates if has_resources else None,
+        on_read_resource=read_resource if has_resources else None,
+    )
+
+
+async def serve_stdio(runtime: GatewayRuntime) -> None:
+    """Serve MCP over this process's stdin/stdout until the client closes the stream."""
+    server = build_server(runtime)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def http_app(
+    runtime: GatewayRuntime,
+    *,
+    path: str,
+    host: str,
+    allowed_hosts: Sequence[str],
+    allowed_origins: Sequence[str],
+    max_body_bytes: int,
+    json_response: bool,
+    routes: Sequence[BaseRoute],
+) -> Starlette:
+    """The SDK's Streamable HTTP app (both protocol eras) with DNS-rebinding protection on, plus ``routes``."""
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", *allowed_hosts],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *allowed_origins],
+    )
+    server = build_server(runtime)
+    return server.streamable_http_app(
+        streamable_http_path=path,
+        json_response=json_response,
+        transport_security=security,
+        host=host,
+        max_request_body_size=max_body_bytes,
+        custom_starlette_routes=list(routes),
+    )
+
+
+@asynccontextmanager
+async def in_memory_client(runtime: GatewayRuntime, *, mode: str = "auto") -> AsyncIterator[Client]:
+    """An SDK ``Client`` connected in-process to a server over ``runtime`` (tests, benchmarks, ``gateway call``)."""
+    async with Client(build_server(runtime), mode=mode) as client:  # type: ignore[arg-type]
+        yield client

@@ -1,0 +1,77 @@
+"""The call pipeline: an ordered chain of interceptors around every tool call, each with an error policy.
+
+A link's ``on_error`` policy covers only the link's own failures. Errors raised further down the chain (by a
+later link or the tool) pass through untouched. ``fail_closed`` (the default) refuses the call with
+``service_unavailable``; ``fail_open`` logs the failure and continues as if the link were absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+from pydantic import BaseModel
+
+from gateway.api.errors import ServiceUnavailable, ToolError
+from gateway.api.tools import Interceptor, ToolCall
+
+log = structlog.get_logger(__name__)
+
+Handler = Callable[[ToolCall], Awaitable[BaseModel]]
+
+
+@dataclass(frozen=True)
+class Link:
+    interceptor: Interceptor
+    name: str
+    fail_open: bool = False
+
+
+class _DownstreamFailure(Exception):
+    """Carries an exception from further down the chain through a link's own error handling."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def build_chain(links: Sequence[Link], handler: Handler) -> Handler:
+    """Compose ``links`` (outermost first) around ``handler``."""
+    chain = handler
+    for link in reversed(links):
+        chain = _wrap(link, chain)
+    return chain
+
+
+def _wrap(link: Link, downstream: Handler) -> Handler:
+    async def call_next(call: ToolCall) -> BaseModel:
+        try:
+            return await downstream(call)
+        except BaseException as exc:
+            raise _DownstreamFailure(exc) from exc
+
+    async def run(call: ToolCall) -> BaseModel:
+        reached = False
+
+        async def tracked_next(inner: ToolCall) -> BaseModel:
+            nonlocal reached
+            reached = True
+            return await call_next(inner)
+
+        try:
+            return await link.interceptor(call, tracked_next)
+        except _DownstreamFailure as failure:
+            raise failure.error from None
+        except ToolError:
+            raise
+        except Exception as exc:
+            if link.fail_open and not reached:
+                log.warning("interceptor failed; continuing (fail_open)", interceptor=link.name, error=repr(exc))
+                return await downstream(call)
+            log.error("interceptor failed; call refused (fail_closed)", interceptor=link.name, exc_info=exc)
+            raise ServiceUnavailable(
+                f"the {link.name} check could not run; the call was refused",
+                details={"interceptor": link.name},
+            ) from exc
+
+    return run

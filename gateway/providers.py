@@ -1,0 +1,105 @@
+"""Provider hub: builds the configured providers on first use, hands them out, and closes them."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import structlog
+
+from gateway.api.errors import ConfigError, ProviderUnavailable
+from gateway.api.registry import EMBEDDER, ProviderContext
+from gateway.config import LoadedConfig
+from gateway.plugin_manager import Registry
+
+log = structlog.get_logger(__name__)
+
+_SINGLE_KINDS = ("vector_store", "store", "rate_limiter", "auth")
+
+
+class ProviderHub:
+    """Lazily constructed providers, one instance per (kind, name) per gateway."""
+
+    def __init__(self, loaded: LoadedConfig, registry: Registry) -> None:
+        self._loaded = loaded
+        self._registry = registry
+        self._built: dict[tuple[str, str], Any] = {}
+        self._failed: dict[tuple[str, str], ProviderUnavailable] = {}
+        self._embeddings: Any = None
+        self._sanitization: Any = None
+
+    def configured_name(self, kind: str) -> str:
+        if kind in _SINGLE_KINDS:
+            return str(getattr(self._loaded.config.providers, kind))
+        raise ConfigError(f"provider kind {kind!r} has no single configured provider: name one explicitly")
+
+    def get(self, kind: str, name: str | None = None) -> Any:
+        """The provider ``kind``/``name`` (the configured one when ``name`` is None), built on first use.
+
+        Raises :class:`ProviderUnavailable` when its factory does (a missing key, a locked store).
+        """
+        name = name or self.configured_name(kind)
+        key = (kind, name)
+        if key in self._built:
+            return self._built[key]
+        if key in self._failed:
+            raise self._failed[key]
+        reg = self._registry.provider(kind, name)
+        data_dir = self._loaded.data_dir / "providers" / kind / name
+        data_dir.mkdir(parents=True, exist_ok=True)
+        context = ProviderContext(
+            kind=kind, name=name, config=self._loaded.plugin_config(reg), data_dir=data_dir, provider=self.get
+        )
+        try:
+            provider = reg.factory(context)
+        except ProviderUnavailable as exc:
+            self._failed[key] = exc
+            raise
+        self._built[key] = provider
+        log.debug("provider built", kind=kind, name=name, plugin=reg.plugin)
+        return provider
+
+    def embeddings(self) -> Any:
+        """The embedder chain of ``[providers] embedder``; unavailable embedders are skipped."""
+        if self._embeddings is None:
+            from gateway.embedding_chain import EmbedderChain
+
+            members: list[tuple[str, Any]] = []
+            for name in self._loaded.config.providers.embedder:
+                try:
+                    members.append((name, self.get(EMBEDDER, name)))
+                except ProviderUnavailable as exc:
+                    log.info("embedder skipped", embedder=name, reason=exc.reason)
+                    members.append((name, exc))
+            self._embeddings = EmbedderChain(
+                members, retry_after_seconds=self._loaded.config.providers.embedder_retry_seconds
+            )
+        return self._embeddings
+
+    def sanitization(self) -> Any:
+        """The sanitizer pipeline of ``[sanitize]``."""
+        if self._sanitization is None:
+            from gateway.sanitization import SanitizationPipeline
+
+            cfg = self._loaded.config.sanitize
+            layers = {
+                kind: [self.get("sanitizer", name) for name in getattr(cfg, kind)]
+                for kind in ("error_message", "code", "free_text")
+            }
+            query = [self.get("sanitizer", name) for name in cfg.query]
+            self._sanitization = SanitizationPipeline(layers, query_layers=query)
+        return self._sanitization
+
+    async def aclose(self) -> None:
+        """Close every built provider, newest first. Errors are logged, not raised: shut-down must finish."""
+        for (kind, name), provider in reversed(list(self._built.items())):
+            closer = getattr(provider, "aclose", None) or getattr(provider, "close", None)
+            if closer is None:
+                continue
+            try:
+                result = closer()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                log.exception("provider failed to close", kind=kind, name=name)
+        self._built.clear()
