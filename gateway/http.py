@@ -71,7 +71,7 @@ class BodyLimitMiddleware:
             await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = error_envelope(413, "payload_too_large", f"the request body exceeds the limit of {self.limit} bytes")
+        response = error_envelope(413, f"the request body exceeds the limit of {self.limit} bytes")
         await response(scope, receive, send)
 
 
@@ -95,9 +95,7 @@ class AuthMiddleware:
             return
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if _QUERY_CREDENTIALS & {name.lower() for name in query}:
-            response = error_envelope(
-                401, "unauthorized", "credentials are accepted only in headers, never in the query string"
-            )
+            response = error_envelope(401, "credentials are accepted only in headers, never in the query string")
             await response(scope, receive, send)
             return
         if self.authenticator is None:
@@ -110,7 +108,6 @@ class AuthMiddleware:
                 challenge = self.authenticator.challenge()
                 response = error_envelope(
                     401,
-                    err.code,
                     err.message,
                     headers={"WWW-Authenticate": challenge} if challenge else None,
                 )

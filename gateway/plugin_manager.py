@@ -78,6 +78,8 @@ class GatewayPlugins:
     def inventory(self) -> list[PluginInfo]:
         infos = []
         for name, plugin in self.pm.list_name_plugin():
+            if plugin is None:  # blocked
+                continue
             ep = self._entry_points.get(name)
             dist = ep.dist if ep is not None else None
             hooks = tuple(sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or ()))

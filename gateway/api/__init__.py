@@ -34,6 +34,8 @@ from gateway.api.judges import (
     JudgeResult,
     ReviewComment,
     ReviewFile,
+    ReviewScope,
+    Severity,
     rubric_score,
 )
 from gateway.api.markers import PROJECT_NAME, hookimpl
@@ -139,6 +141,7 @@ __all__ = [
     "ResourceTemplate",
     "ReviewComment",
     "ReviewFile",
+    "ReviewScope",
     "SanitizationFailed",
     "SanitizationReport",
     "SanitizationService",
@@ -147,6 +150,7 @@ __all__ = [
     "ScoredPoint",
     "Secret",
     "ServiceUnavailable",
+    "Severity",
     "StoreIntegrityError",
     "Tool",
     "ToolAnnotations",

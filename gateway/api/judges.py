@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
-Scope = Literal["diff", "paths", "workspace"]
+ReviewScope = Literal["diff", "paths", "workspace"]
 Origin = Literal["workspace", "thought"]
 Severity = Literal["info", "minor", "major", "blocking"]
 
@@ -87,12 +87,12 @@ class JudgeRequest:
 
     task: str
     """What the session asked for (``SessionConfig.task``)."""
-    scope: Scope
+    scope: ReviewScope
     files: tuple[ReviewFile, ...]
     diff: str = ""
     """The unified diff under review (``diff`` scope, and diffs written in the thought), possibly truncated."""
     changed_paths: tuple[str, ...] = ()
-    """Every path the change touches (including files too large to load and deleted files)."""
+    """Every path the change adds or modifies, including files too large to load (deleted files excluded)."""
     overview: str = ""
     """A bounded overview of the repository (tree and key files), for ``workspace`` scope."""
     thought: str = ""

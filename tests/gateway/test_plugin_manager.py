@@ -1,0 +1,67 @@
+"""Entry-point discovery, the block list, and loud failures for misspelled hooks."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.api import PluginError, hookimpl
+from gateway.plugin_manager import create_plugin_manager
+
+BUILT_INS = {
+    "embedders": {"embedder:local", "embedder:gemini"},
+    "vector_stores": {"vector_store:qdrant-edge", "vector_store:qdrant"},
+    "stores": {"store:sqlite", "store:postgres"},
+    "rate_limits": {"rate_limiter:memory", "rate_limiter:sqlite", "rate_limiter:postgres", "interceptor:rate_limit"},
+    "sanitizers": {"sanitizer:patterns", "sanitizer:contextual", "sanitizer:gemini"},
+    "auth": {"auth:none", "auth:api_key", "auth:jwt"},
+    "judges": {"judge:internal", "judge:gemini"},
+    "gim": {"pack:gim"},
+    "thinking": {"pack:thinking"},
+}
+
+
+def test_every_built_in_is_discovered_through_its_entry_point():
+    plugins = create_plugin_manager()
+    inventory = {info.name: info for info in plugins.inventory()}
+    for name, offers in BUILT_INS.items():
+        info = inventory[name]
+        assert info.distribution == "mcp-gateway"
+        assert info.entry_point == f"{name} = gateway_plugins.{name}.plugin"
+        assert offers <= set(info.offers), (name, info.offers)
+
+
+def test_the_example_pack_is_discovered_like_a_built_in():
+    inventory = {info.name: info for info in create_plugin_manager().inventory()}
+    assert inventory["hello"].distribution == "hello-pack"
+    assert inventory["hello"].offers == ("pack:hello",)
+
+
+def test_a_blocked_plugin_disappears():
+    plugins = create_plugin_manager(blocked=["hello", "thinking"])
+    names = {info.name for info in plugins.inventory()}
+    assert "hello" not in names and "thinking" not in names
+    assert "hello" not in plugins.registry.packs and "thinking" not in plugins.registry.packs
+    assert "gim" in plugins.registry.packs
+
+
+def test_a_misspelled_hook_fails_loudly():
+    class Typo:
+        @hookimpl
+        def gateway_register_tool_pack(self, register):  # missing "s"
+            pass
+
+    with pytest.raises(PluginError, match="gateway_register_tool_pack"):
+        create_plugin_manager(extra_plugins=[("typo", Typo())])
+
+
+def test_two_plugins_registering_the_same_pack_name_fail():
+    class One:
+        @hookimpl
+        def gateway_register_tool_packs(self, register):
+            register("dup", lambda ctx: None)
+
+    class Two(One):
+        pass
+
+    with pytest.raises(PluginError, match=r"pack 'dup' is registered twice: by plugin 'one' and by plugin 'two'"):
+        create_plugin_manager(extra_plugins=[("one", One()), ("two", Two())])

@@ -1,0 +1,86 @@
+"""Real transports: a stdio subprocess, and Streamable HTTP on loopback in both protocol eras."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+from mcp import Client, StdioServerParameters
+
+from gateway.testing import http_gateway
+from tests.gateway.sample_plugin import sample_config
+
+pytestmark = pytest.mark.anyio
+
+
+def _hello_config(tmp_path) -> str:
+    path = tmp_path / "hello.toml"
+    path.write_text(
+        f'[gateway]\ndata_dir = "{tmp_path / "data"}"\nidentity = "stdio-user"\n'
+        '[packs]\nenabled = ["hello"]\n[sanitize]\nlogs = ""\n'
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_stdio_subprocess_serves_the_example_pack(tmp_path, mode):
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "gateway", "serve", "--config", _hello_config(tmp_path)],
+        env=dict(os.environ),
+    )
+    async with Client(params, mode=mode) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        result = await client.call_tool("hello_greet", {"name": "Ada"})
+        bad = await client.call_tool("hello_add", {"a": 1})
+        motd = await client.read_resource("hello://motd")
+    assert names == {"hello_greet", "hello_add"}
+    assert result.structured_content == {"greeting": "Hello, Ada!", "caller": "stdio-user"}
+    assert json.loads(bad.content[0].text)["error"]["details"]["errors"][0]["field"] == "b"
+    assert motd.contents[0].text == "Have a nice day."
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_http_serves_both_protocol_eras(tmp_path, sample, mode):
+    with http_gateway(sample_config(tmp_path), extra_plugins=[("sample", sample)]) as (base, _runtime):
+        async with Client(f"{base}/mcp", mode=mode) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            result = await client.call_tool("echo_echo", {"text": "over http"})
+    assert "echo_echo" in tools
+    assert result.structured_content["echoed"] == "over http"
+
+
+async def test_health_origin_check_and_body_limit(tmp_path, sample):
+    config = sample_config(tmp_path, transport={"max_body_bytes": 2000})
+    with http_gateway(config, extra_plugins=[("sample", sample)]) as (base, _runtime):
+        async with httpx.AsyncClient() as http:
+            health = await http.get(f"{base}/health")
+            evil = await http.post(
+                f"{base}/mcp",
+                headers={
+                    "Origin": "http://evil.example",
+                    "Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream",
+                },
+                content=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            )
+            big = await http.post(f"{base}/mcp", content=b"x" * 5000, headers={"Content-Type": "application/json"})
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    assert evil.status_code == 403
+    assert big.status_code == 413 and big.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
+
+
+def test_http_refuses_a_public_bind_without_auth(tmp_path):
+    config = _hello_config(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway", "serve", "--config", config, "--transport", "http", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert "not loopback" in proc.stderr and "providers.auth" in proc.stderr
