@@ -136,7 +136,7 @@ def serve(env: CliEnvironment, transport: str | None, host: str | None, port: in
                 await mcp_adapter.serve_stdio(runtime)
             else:
 
-                def ready(bound: int) -> None:
+                def ready(bound: int, _stop: Any) -> None:
                     click.echo(f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True)
 
                 await http.serve_http(runtime, host=host, port=port, on_ready=ready)

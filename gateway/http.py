@@ -174,9 +174,10 @@ async def serve_http(
     *,
     host: str | None = None,
     port: int | None = None,
-    on_ready: Callable[[int], None] | None = None,
+    on_ready: Callable[[int, Callable[[], None]], None] | None = None,
 ) -> None:
-    """Serve until cancelled or signalled. ``on_ready(port)`` is called once the socket listens."""
+    """Serve until signalled. ``on_ready(port, stop)`` is called once the socket listens; ``stop()`` (callable
+    from any thread) asks the server to finish gracefully."""
     t = runtime.loaded.config.transport
     host = host or t.host
     app = build_http_app(runtime, host)
@@ -188,7 +189,7 @@ async def serve_http(
         async def startup(sockets: Any = None) -> None:
             await original(sockets)
             bound = server.servers[0].sockets[0].getsockname()[1]
-            on_ready(bound)
+            on_ready(bound, lambda: setattr(server, "should_exit", True))
 
         server.startup = startup  # type: ignore[method-assign]
     log.info("serving MCP over HTTP", host=host, port=config.port, path=t.path)

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 
 from gateway import http, mcp_adapter
 from gateway.app import ConfigSource, read_config, running_runtime
@@ -67,15 +65,12 @@ def http_gateway(
                 with_data_dir(config, data_dir), extra_plugins=extra_plugins, configure_logs=False
             ) as runtime:
                 state["runtime"] = runtime
-                async with anyio.create_task_group() as tg:
-                    state["cancel"] = tg.cancel_scope
-                    state["token"] = anyio.lowlevel.current_token()
 
-                    def on_ready(port: int) -> None:
-                        state["port"] = port
-                        ready.set()
+                def on_ready(port: int, stop: Any) -> None:
+                    state["port"], state["stop"] = port, stop
+                    ready.set()
 
-                    tg.start_soon(lambda: http.serve_http(runtime, host="127.0.0.1", port=0, on_ready=on_ready))
+                await http.serve_http(runtime, host="127.0.0.1", port=0, on_ready=on_ready)
         except BaseException as exc:
             state["error"] = exc
             ready.set()
@@ -89,5 +84,5 @@ def http_gateway(
     try:
         yield f"http://127.0.0.1:{state['port']}", state["runtime"]
     finally:
-        anyio.from_thread.run_sync(state["cancel"].cancel, token=state["token"])
+        state["stop"]()
         thread.join(timeout)
