@@ -55,10 +55,7 @@ class CliEnvironment:
 
 
 def _run(main: Callable[[], Any]) -> Any:
-    try:
-        return anyio.run(main)
-    except GatewayError as exc:
-        raise click.ClickException(str(exc)) from None
+    return anyio.run(main)
 
 
 class GatewayGroup(click.Group):
@@ -78,6 +75,12 @@ class GatewayGroup(click.Group):
             click.echo(f"warning: plugin commands unavailable: {exc}", err=True)
             return
         plugins.pm.hook.gateway_register_commands(cli=self)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except GatewayError as exc:
+            raise click.ClickException(str(exc)) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._load_plugin_commands()

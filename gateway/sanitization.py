@@ -1,0 +1,219 @@
+"""The sanitization pipeline the host builds from ``[sanitize]``, and the structlog redaction processor.
+
+:class:`SanitizationPipeline` implements :class:`gateway.api.SanitizationService`. For each field it runs the
+layers configured for the field's kind, in order, each on the previous layer's output, with one
+:class:`~gateway.api.PlaceholderMap` shared by every field of the submission (the same e-mail is
+``<EMAIL_1>`` everywhere). Then, as defence in depth, it re-scans every final text with the verifier (layer
+1, ``patterns``). It fails closed: a layer that raises, a finding a layer could not redact
+(``placeholder=None``) or anything the re-scan still finds refuses the whole submission, and no text is
+returned.
+
+This module imports only :mod:`gateway.api` and libraries: layers are providers the host looks up by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from gateway.api import (
+    ConfigError,
+    FieldKind,
+    Finding,
+    PlaceholderMap,
+    SanitizationFailed,
+    SanitizationReport,
+    Sanitizer,
+)
+
+__all__ = ["PipelineReport", "SanitizationPipeline", "make_log_redactor"]
+
+log = structlog.get_logger(__name__)
+
+REFUSAL_REASON = "sanitization_failed"
+
+
+@dataclass
+class PipelineReport(SanitizationReport):
+    """A :class:`~gateway.api.SanitizationReport` with what a refusal needs to explain itself.
+
+    On success ``confidence`` is 1.0 (every layer ran and the re-scan found nothing). On refusal ``fields``
+    is empty and ``confidence`` is how sure the pipeline is that the submission holds sensitive data (the
+    spec's ``confidence_score``): the highest confidence among unresolved findings, 1.0 for a layer failure.
+    """
+
+    details: str | None = None
+    """``"Detected N potential secrets in submission. Please remove sensitive data and resubmit."``"""
+    unresolved: list[Finding] = field(default_factory=list)
+    """Findings that made the pipeline refuse: not redactable, or still present after all layers."""
+    findings_by_field: dict[str, list[Finding]] = field(default_factory=dict)
+
+
+class SanitizationPipeline:
+    """Layers per field kind, query layers, and a verifier for the final re-scan.
+
+    ``layers`` maps each :class:`~gateway.api.FieldKind` (or its string value) to its ordered layers; a kind
+    that is not configured runs only the verifier. ``query_layers`` serve :meth:`sanitize_query`.
+    """
+
+    def __init__(
+        self,
+        layers: Mapping[FieldKind | str, Sequence[Sanitizer]],
+        *,
+        query_layers: Sequence[Sanitizer],
+        verifier: Sanitizer,
+    ) -> None:
+        normalized: dict[FieldKind, tuple[Sanitizer, ...]] = {}
+        for key, chain in layers.items():
+            try:
+                kind = FieldKind(key)
+            except ValueError as exc:
+                kinds = ", ".join(k.value for k in FieldKind)
+                raise ConfigError(f"[sanitize]: unknown field kind {key!r} (expected one of {kinds}, query)") from exc
+            normalized[kind] = tuple(chain)
+        for kind in FieldKind:
+            normalized.setdefault(kind, (verifier,))
+        self._layers = normalized
+        self._query_layers = tuple(query_layers)
+        self._verifier = verifier
+
+    @classmethod
+    def from_config(
+        cls,
+        table: Mapping[str, Sequence[str]],
+        lookup: Callable[[str], Sanitizer],
+        *,
+        verifier: str = "patterns",
+    ) -> SanitizationPipeline:
+        """Build from the ``[sanitize]`` table; ``lookup(name)`` returns the ``sanitizer`` provider ``name``
+        (the host passes ``lambda name: provider("sanitizer", name)``). ``query`` defaults to the verifier."""
+        instances: dict[str, Sanitizer] = {}
+
+        def get(name: str) -> Sanitizer:
+            if name not in instances:
+                instances[name] = lookup(name)
+            return instances[name]
+
+        layers = {kind: [get(n) for n in names] for kind, names in table.items() if kind != "query"}
+        query = [get(n) for n in table.get("query", [verifier])]
+        return cls(layers, query_layers=query, verifier=get(verifier))
+
+    def layers_for(self, kind: FieldKind) -> tuple[Sanitizer, ...]:
+        return self._layers[kind]
+
+    async def sanitize_fields(self, fields: Mapping[str, tuple[str, FieldKind]]) -> PipelineReport:
+        """Sanitize every field of one submission; refuse (fail closed) on any doubt."""
+        placeholders = PlaceholderMap()
+        outputs: dict[str, str] = {}
+        by_field: dict[str, list[Finding]] = {}
+        unresolved: list[Finding] = []
+        for name, (text, kind) in fields.items():
+            current = text
+            found: list[Finding] = []
+            for layer in self._layers[FieldKind(kind)]:
+                if not current:
+                    break
+                try:
+                    result = await layer.sanitize(current, kind=FieldKind(kind), placeholders=placeholders)
+                except Exception as exc:  # SanitizationFailed or a bug: either way nothing passes through
+                    return self._layer_failure(name, layer, exc)
+                found.extend(result.findings)
+                unresolved.extend(f for f in result.findings if f.placeholder is None)
+                current = result.text
+            if current:
+                try:
+                    rescan = await self._verifier.sanitize(current, kind=FieldKind(kind), placeholders=PlaceholderMap())
+                except Exception as exc:
+                    return self._layer_failure(name, self._verifier, exc)
+                unresolved.extend(rescan.findings)
+            outputs[name] = current
+            by_field[name] = found
+        findings = [f for name in by_field for f in by_field[name]]
+        if unresolved:
+            details = (
+                f"Detected {len(unresolved)} potential secrets in submission. "
+                "Please remove sensitive data and resubmit."
+            )
+            log.info("sanitization_refused", unresolved=len(unresolved), kinds=sorted({f.kind for f in unresolved}))
+            return PipelineReport(
+                fields={},
+                findings=findings,
+                refused=True,
+                reason=REFUSAL_REASON,
+                confidence=max(f.confidence for f in unresolved),
+                details=details,
+                unresolved=unresolved,
+                findings_by_field=by_field,
+            )
+        return PipelineReport(fields=outputs, findings=findings, confidence=1.0, findings_by_field=by_field)
+
+    def _layer_failure(self, field_name: str, layer: Sanitizer, exc: BaseException) -> PipelineReport:
+        layer_name = getattr(layer, "name", type(layer).__name__)
+        if isinstance(exc, SanitizationFailed):
+            log.warning("sanitization_layer_refused", layer=layer_name, field=field_name, reason=exc.details)
+        else:
+            log.error("sanitization_layer_error", layer=layer_name, field=field_name, error_type=type(exc).__name__)
+        return PipelineReport(
+            fields={},
+            refused=True,
+            reason=REFUSAL_REASON,
+            confidence=1.0,
+            details=f"Sanitization layer '{layer_name}' could not verify field '{field_name}'. "
+            "The submission was not stored; please remove sensitive data and resubmit.",
+        )
+
+    async def sanitize_query(self, text: str) -> str:
+        """Run the query layers (layer 1 by default, for speed). Raises :class:`SanitizationFailed` when a
+        layer fails or leaves a finding it could not redact."""
+        placeholders = PlaceholderMap()
+        current = text
+        for layer in self._query_layers:
+            try:
+                result = await layer.sanitize(current, kind=FieldKind.ERROR_MESSAGE, placeholders=placeholders)
+            except SanitizationFailed:
+                raise
+            except Exception as exc:
+                raise SanitizationFailed("The search query could not be sanitized.") from exc
+            if any(f.placeholder is None for f in result.findings):
+                raise SanitizationFailed("The search query contains sensitive data that could not be redacted.")
+            current = result.text
+        return current
+
+
+_MAX_DEPTH = 16
+_REDACTION_FAILED = "<REDACTION_FAILED>"
+
+
+def make_log_redactor(redact: Callable[[str], str]) -> Callable[[Any, str, MutableMapping[str, Any]], Any]:
+    """A structlog processor applying ``redact`` (layer 1's ``PatternSanitizer.redact``) to every string in
+    the event dict: the event and every value, recursively through dicts, lists, tuples and sets. Place it
+    after ``format_exc_info`` so rendered tracebacks are redacted too. Keys are left alone. A value that
+    cannot be redacted is replaced, never logged as is."""
+
+    def clean(value: Any, depth: int) -> Any:
+        if isinstance(value, str):
+            try:
+                return redact(value)
+            except Exception:
+                return _REDACTION_FAILED
+        if depth >= _MAX_DEPTH:
+            return value
+        if isinstance(value, dict):
+            return {k: clean(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v, depth + 1) for v in value]
+        if isinstance(value, tuple):
+            return tuple(clean(v, depth + 1) for v in value)
+        if isinstance(value, set | frozenset):
+            return type(value)(clean(v, depth + 1) for v in value)
+        return value
+
+    def processor(_logger: Any, _method_name: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        for key, value in list(event_dict.items()):
+            event_dict[key] = clean(value, 0)
+        return event_dict
+
+    return processor
