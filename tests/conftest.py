@@ -1,8 +1,11 @@
-"""Root fixtures. Fakes for services that cannot run here live in tests/fakes and are loaded as plugins."""
+"""Root fixtures. Fakes for what cannot run here (the Gemini API) and the real PostgreSQL server the tests start
+themselves live in tests/fakes and are loaded as plugins for every test."""
 
 from __future__ import annotations
 
 import pytest
+
+pytest_plugins = ["tests.fakes.gemini", "tests.fakes.postgres"]
 
 
 @pytest.fixture
