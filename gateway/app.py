@@ -44,6 +44,7 @@ def setup_logging(runtime: GatewayRuntime) -> None:
     Redaction fails closed: a configured layer that cannot be loaded stops the start-up.
     """
     cfg = runtime.loaded.config
+    configure_logging(cfg.gateway.log_level)  # stderr first: building the redaction layer may log
     redactor = None
     if cfg.sanitize.logs:
         layer = runtime.providers.get("sanitizer", cfg.sanitize.logs)

@@ -16,6 +16,7 @@ import click
 from gateway.api.errors import GatewayError
 from gateway.api.tools import Reindexable, ToolPack
 from gateway.app import DEFAULT_CONFIG, prepare, running_runtime
+from gateway.logs import configure_logging
 from gateway.plugin_manager import create_plugin_manager
 from gateway.providers import ProviderHub
 
@@ -101,6 +102,7 @@ class GatewayGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, config_path: Path | None) -> None:
     """A plugin-architecture MCP gateway."""
+    configure_logging("info")  # never on stdout: it is the stdio wire, and command output
     ctx.obj = CliEnvironment(config_path or default_config_path())
 
 

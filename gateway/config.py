@@ -184,7 +184,7 @@ def _validate_plugin_table(loaded: LoadedConfig, reg: Registration, raw: Any, ke
             raise ConfigError(f"{loaded.source}: '{key}': {reg.kind} {reg.name!r} takes no configuration")
         return None
     try:
-        return reg.config_model.model_validate(raw or {})
+        return reg.config_model.model_validate(raw or {}, context={"config_dir": loaded.base_dir})
     except ValidationError as exc:
         raise ConfigError(_format_errors(loaded.source, exc, key)) from exc
 

@@ -7,12 +7,14 @@ from headers; a token or key in the query string is refused outright.
 from __future__ import annotations
 
 import ipaddress
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
 import structlog
 import uvicorn
+from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -20,7 +22,8 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway import __version__, mcp_adapter
-from gateway.api.errors import ConfigError, Unauthenticated
+from gateway.api.context import Principal
+from gateway.api.errors import ConfigError, Forbidden, ToolError
 from gateway.http_errors import error_envelope
 from gateway.runtime import GatewayRuntime
 
@@ -80,12 +83,17 @@ class _BodyTooLarge(Exception):
 
 
 class AuthMiddleware:
-    """Authenticate MCP and REST requests; the principal goes to ``request.state.principal``."""
+    """Authenticate MCP and REST requests; the principal goes to ``request.state.principal``.
+
+    A ``tools/call`` over MCP for a tool whose scope the caller lacks is refused here with 403 and an
+    ``insufficient_scope`` challenge (the MCP authorization spec), before the SDK sees it.
+    """
 
     def __init__(self, app: ASGIApp, runtime: GatewayRuntime) -> None:
         self.app = app
         self.runtime = runtime
         cfg = runtime.loaded.config
+        self.mcp_path = cfg.transport.path
         self.authenticator = None if cfg.providers.auth == "none" else runtime.providers.get("auth")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -101,20 +109,74 @@ class AuthMiddleware:
         if self.authenticator is None:
             principal = self.runtime.default_principal
         else:
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             try:
-                principal = await self.authenticator.authenticate(headers)
-            except Unauthenticated as err:
-                challenge = self.authenticator.challenge()
-                response = error_envelope(
-                    401,
-                    err.message,
-                    headers={"WWW-Authenticate": challenge} if challenge else None,
-                )
-                await response(scope, receive, send)
+                principal = await self.authenticator.authenticate(Headers(scope=scope))
+            except ToolError as err:
+                await self._refuse(err, scope, receive, send)
                 return
         scope.setdefault("state", {})["principal"] = principal
+        if self.authenticator is not None and path == self.mcp_path and scope.get("method") == "POST":
+            body = await _read_body(receive)
+            denied = self._missing_scope(body, principal)
+            if denied is not None:
+                await self._refuse(denied, scope, receive, send)
+                return
+            receive = _replay(body, receive)
         await self.app(scope, receive, send)
+
+    def _missing_scope(self, body: bytes, principal: Principal) -> Forbidden | None:
+        try:
+            message = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return None  # the SDK answers malformed JSON-RPC itself
+        messages = message if isinstance(message, list) else [message]
+        for item in messages:
+            if not isinstance(item, dict) or item.get("method") != "tools/call":
+                continue
+            name = (item.get("params") or {}).get("name")
+            served = self.runtime.tools.get(name) if isinstance(name, str) else None
+            if served is not None and not principal.allows(served.tool.scope):
+                return Forbidden(
+                    f"the caller lacks the scope {served.tool.scope!r} required by {name}",
+                    details={"scope": served.tool.scope},
+                )
+        return None
+
+    async def _refuse(self, err: ToolError, scope: Scope, receive: Receive, send: Send) -> None:
+        challenge = self.authenticator.challenge(err) if self.authenticator is not None else None
+        response = error_envelope(
+            err.http_status,
+            err.message,
+            detail={"code": err.code, **err.details} if err.details else {"code": err.code},
+            retryable=err.retryable,
+            headers={"WWW-Authenticate": challenge} if challenge else None,
+        )
+        await response(scope, receive, send)
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 def _health(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[JSONResponse]]:

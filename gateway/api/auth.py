@@ -20,5 +20,9 @@ class Authenticator(Protocol):
 
     async def authenticate(self, headers: Mapping[str, str]) -> Principal: ...
 
-    def challenge(self) -> str | None:
-        """The ``WWW-Authenticate`` value sent with a 401, if any."""
+    def challenge(self, error: BaseException | None = None) -> str | None:
+        """The ``WWW-Authenticate`` value sent with a refusal (401, or 403 for a missing scope), if any.
+
+        ``error`` is the refusal (:class:`gateway.api.Unauthenticated` or :class:`gateway.api.Forbidden`), so the
+        challenge can carry RFC 6750 ``error="invalid_token"`` or ``error="insufficient_scope"``.
+        """

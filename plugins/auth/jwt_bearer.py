@@ -1,0 +1,200 @@
+"""The ``jwt`` authenticator: ``Authorization: Bearer <JWT>`` verified locally with PyJWT.
+
+Signature (pinned algorithms), ``exp``/``nbf``/``iat`` (with leeway), ``iss`` and ``aud`` are always checked.
+Scopes come from the ``scope`` claim (a space-separated string, RFC 8693/9068) or ``scp`` (a list or a string),
+the tenant from ``tenant_id``; every claim name is configurable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jwt
+import structlog
+from gateway_plugins.auth.headers import bearer_challenge, bearer_token, refuse
+from gateway_plugins.auth.jwt_keys import Algorithm, JwksFile, KeySource, PemKey, SecretKey, families_of
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationInfo, field_validator, model_validator
+
+from gateway.api import ConfigError, GatewayError, Principal, ProviderContext, ProviderUnavailable, Secret
+
+log = structlog.get_logger(__name__)
+
+_CLAIM_NAME = r"^\S{1,200}$"
+
+
+class JwtConfig(BaseModel):
+    """``[plugins.auth.jwt]``. Exactly one key source: ``secret`` (HS*), ``public_key_file`` or ``jwks_file``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    algorithms: list[Algorithm] = Field(min_length=1)
+    """The accepted ``alg`` values, pinned: a token naming any other algorithm (``none`` included) is refused."""
+    secret: Secret = None
+    """The HMAC secret, written ``{ env = "NAME" }`` (HS256 needs at least 32 bytes)."""
+    public_key_file: Path | None = None
+    """A PEM public key or X.509 certificate (RS*/PS*, ES*, EdDSA)."""
+    jwks_file: Path | None = None
+    """A local JWK Set file; keys are picked by ``kid`` and re-read when the file changes."""
+    issuer: str | list[str] = Field(min_length=1)
+    """The accepted ``iss`` value(s). Required: a token from any other issuer is refused."""
+    audience: str | list[str] = Field(min_length=1)
+    """The accepted ``aud`` value(s); a token must name one of them."""
+    required_claims: list[str] = Field(default_factory=lambda: ["exp", "sub"])
+    """Claims a token must carry (``iss`` and ``aud`` always are)."""
+    leeway_seconds: float = Field(default=30.0, ge=0, le=600)
+    """Tolerated clock skew for ``exp``, ``nbf`` and ``iat``."""
+    subject_claim: str = Field(default="sub", pattern=_CLAIM_NAME)
+    scope_claims: list[str] = Field(default_factory=lambda: ["scope", "scp"])
+    """Where scopes are read; the first claim present wins. Each may be a space-separated string or a list."""
+    tenant_claim: str | None = Field(default="tenant_id", pattern=_CLAIM_NAME)
+    realm: str = Field(default="gateway", pattern=r"^[\x20\x21\x23-\x5b\x5d-\x7e]{1,100}$")
+    resource_metadata_url: HttpUrl | None = None
+    """The RFC 9728 protected-resource metadata URL, announced in the ``WWW-Authenticate`` challenge."""
+
+    @field_validator("public_key_file", "jwks_file")
+    @classmethod
+    def _relative_to_config(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        """A relative path is read from the config file's directory when the host says where that is
+        (validation context ``{"config_dir": ...}``), else from the working directory."""
+        if value is None:
+            return None
+        value = value.expanduser()
+        config_dir = (info.context or {}).get("config_dir")
+        return Path(config_dir) / value if config_dir is not None and not value.is_absolute() else value
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> JwtConfig:
+        families = families_of(self.algorithms)
+        files = [name for name in ("public_key_file", "jwks_file") if getattr(self, name) is not None]
+        if "hmac" in families:
+            if len(families) > 1:
+                raise ValueError("HMAC algorithms (HS*) cannot be accepted together with public-key algorithms")
+            if files:
+                raise ValueError(f"HS* algorithms verify with 'secret', not {files[0]!r}")
+        else:
+            if self.secret is not None:
+                raise ValueError("'secret' is only for HS* algorithms; public-key algorithms need a key file")
+            if len(files) != 1:
+                raise ValueError("give exactly one of 'public_key_file' and 'jwks_file'")
+            if self.public_key_file is not None and len(families) > 1:
+                raise ValueError("a single public key verifies one algorithm family; use 'jwks_file' to mix")
+        return self
+
+
+class JwtAuthenticator:
+    """Verifies bearer JWTs against a :class:`~gateway_plugins.auth.jwt_keys.KeySource`.
+
+    Refusals carry ``details["reason"]``: ``missing``, ``unsupported_scheme``, ``malformed``,
+    ``unsupported_algorithm``, ``unknown_key``, ``invalid_signature``, ``expired``, ``not_yet_valid``,
+    ``invalid_issuer``, ``invalid_audience``, ``missing_claim``, ``invalid_claim`` or ``invalid_token``.
+    """
+
+    name = "jwt"
+
+    def __init__(self, config: JwtConfig, keys: KeySource) -> None:
+        self._config = config
+        self._keys = keys
+        self._algorithms = tuple(config.algorithms)
+        self._require = sorted({*config.required_claims, "iss", "aud"})
+        self._metadata_url = str(config.resource_metadata_url) if config.resource_metadata_url else None
+
+    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        """The token's principal: subject ``sub``, tenant ``tenant_id``, scopes, method ``jwt``."""
+        token = bearer_token(headers)
+        try:
+            header = jwt.get_unverified_header(token)
+        except (jwt.PyJWTError, ValueError, TypeError) as exc:
+            raise refuse("malformed", "malformed token") from exc
+        alg = header.get("alg")
+        if not isinstance(alg, str) or alg not in self._algorithms:
+            raise refuse("unsupported_algorithm", "token algorithm not accepted")
+        key = await self._keys.key_for(header, alg)
+        claims = self._decode(token, key, alg)
+        return self._principal(claims)
+
+    def challenge(self, error: BaseException | None = None) -> str | None:
+        """``Bearer realm="..."`` (RFC 6750 §3), with ``error="invalid_token"`` when ``error`` refused a token
+        that was sent, ``error="insufficient_scope"`` for a :class:`gateway.api.Forbidden`, and the RFC 9728
+        ``resource_metadata`` URL when configured."""
+        return bearer_challenge(
+            realm=self._config.realm,
+            error=error if isinstance(error, GatewayError) else None,
+            resource_metadata=self._metadata_url,
+        )
+
+    def _decode(self, token: str, key: Any, alg: str) -> dict[str, Any]:
+        config = self._config
+        try:
+            return jwt.decode(
+                token,
+                key,
+                algorithms=[alg],
+                audience=config.audience,
+                issuer=config.issuer,
+                leeway=config.leeway_seconds,
+                options={"require": self._require, "enforce_minimum_key_length": True},
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise refuse("expired", "token expired") from exc
+        except jwt.ImmatureSignatureError as exc:
+            raise refuse("not_yet_valid", "token not yet valid") from exc
+        except jwt.InvalidAudienceError as exc:
+            raise refuse("invalid_audience", "token audience not accepted") from exc
+        except jwt.InvalidIssuerError as exc:
+            raise refuse("invalid_issuer", "token issuer not accepted") from exc
+        except jwt.MissingRequiredClaimError as exc:
+            raise refuse("missing_claim", f"token lacks the required {exc.claim!r} claim") from exc
+        except jwt.InvalidSignatureError as exc:
+            raise refuse("invalid_signature", "token signature invalid") from exc
+        except jwt.InvalidAlgorithmError as exc:
+            raise refuse("unsupported_algorithm", "token algorithm not accepted") from exc
+        except jwt.DecodeError as exc:
+            raise refuse("malformed", "malformed token") from exc
+        except jwt.InvalidTokenError as exc:
+            raise refuse("invalid_token", "invalid token") from exc
+        except Exception as exc:  # a key or library failure: refuse (fail closed), and leave a trace for operators
+            log.warning("jwt verification failed unexpectedly", error_type=type(exc).__name__)
+            raise refuse("invalid_token", "invalid token") from exc
+
+    def _principal(self, claims: Mapping[str, Any]) -> Principal:
+        config = self._config
+        subject = claims.get(config.subject_claim)
+        if not isinstance(subject, str) or not subject:
+            if subject is None:
+                raise refuse("missing_claim", f"token lacks the required {config.subject_claim!r} claim")
+            raise refuse("invalid_claim", f"token claim {config.subject_claim!r} is not a non-empty string")
+        tenant = claims.get(config.tenant_claim) if config.tenant_claim else None
+        if tenant is not None and (not isinstance(tenant, str) or not tenant):
+            raise refuse("invalid_claim", f"token claim {config.tenant_claim!r} is not a non-empty string")
+        return Principal(subject=subject, tenant=tenant, scopes=self._scopes(claims), method="jwt")
+
+    def _scopes(self, claims: Mapping[str, Any]) -> frozenset[str]:
+        for name in self._config.scope_claims:
+            value = claims.get(name)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                return frozenset(value.split())
+            if isinstance(value, list) and all(isinstance(item, str) for item in value):
+                return frozenset(scope for item in value for scope in item.split())
+            raise refuse("invalid_claim", f"token claim {name!r} is not a string or a list of strings")
+        return frozenset()
+
+
+def build(ctx: ProviderContext) -> JwtAuthenticator:
+    """Provider factory of ``auth``/``jwt``: loads the verification key(s) now, so a bad file fails start-up."""
+    config = ctx.config
+    if not isinstance(config, JwtConfig):
+        raise ConfigError("plugins.auth.jwt: this table is required (algorithms, a key source, issuer, audience)")
+    keys: KeySource
+    if config.jwks_file is not None:
+        keys = JwksFile(config.jwks_file, config.algorithms)
+    elif config.public_key_file is not None:
+        keys = PemKey(config.public_key_file, config.algorithms)
+    else:
+        if config.secret is None:
+            raise ProviderUnavailable("auth/jwt", "the HMAC secret is not set (is its environment variable empty?)")
+        keys = SecretKey(config.secret.get_secret_value(), config.algorithms)
+    return JwtAuthenticator(config, keys)
