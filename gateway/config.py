@@ -89,6 +89,8 @@ class SanitizeSection(_Section):
     code: list[str] = Field(default_factory=lambda: ["patterns", "contextual"])
     free_text: list[str] = Field(default_factory=lambda: ["patterns", "contextual"])
     query: list[str] = Field(default_factory=lambda: ["patterns"])
+    verifier: str = "patterns"
+    """The layer that re-scans every sanitized text; anything it still finds refuses the submission."""
     logs: str = "patterns"
     """The layer applied to every log line (``""``: no log redaction)."""
 
@@ -228,6 +230,8 @@ def resolve(loaded: LoadedConfig, registry: Registry) -> LoadedConfig:
         if field_name in cfg.sanitize.model_fields_set:
             for name in getattr(cfg.sanitize, field_name):
                 need_provider("sanitizer", name, f"sanitize.{field_name}")
+    if "verifier" in cfg.sanitize.model_fields_set:
+        need_provider("sanitizer", cfg.sanitize.verifier, "sanitize.verifier")
     if cfg.sanitize.logs and "logs" in cfg.sanitize.model_fields_set:
         need_provider("sanitizer", cfg.sanitize.logs, "sanitize.logs")
 

@@ -82,12 +82,10 @@ class ProviderHub:
             from gateway.sanitization import SanitizationPipeline
 
             cfg = self._loaded.config.sanitize
-            layers = {
-                kind: [self.get("sanitizer", name) for name in getattr(cfg, kind)]
-                for kind in ("error_message", "code", "free_text")
-            }
-            query = [self.get("sanitizer", name) for name in cfg.query]
-            self._sanitization = SanitizationPipeline(layers, query_layers=query)
+            table = {kind: getattr(cfg, kind) for kind in ("error_message", "code", "free_text", "query")}
+            self._sanitization = SanitizationPipeline.from_config(
+                table, lambda name: self.get("sanitizer", name), verifier=cfg.verifier
+            )
         return self._sanitization
 
     async def aclose(self) -> None:

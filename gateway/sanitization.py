@@ -45,8 +45,6 @@ class PipelineReport(SanitizationReport):
     spec's ``confidence_score``): the highest confidence among unresolved findings, 1.0 for a layer failure.
     """
 
-    details: str | None = None
-    """``"Detected N potential secrets in submission. Please remove sensitive data and resubmit."``"""
     unresolved: list[Finding] = field(default_factory=list)
     """Findings that made the pipeline refuse: not redactable, or still present after all layers."""
     findings_by_field: dict[str, list[Finding]] = field(default_factory=dict)

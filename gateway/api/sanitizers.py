@@ -81,7 +81,9 @@ class SanitizationReport:
     refused: bool = False
     reason: str | None = None
     confidence: float = 1.0
-    """How sure the pipeline is that what it returns is clean."""
+    """On success 1.0; on refusal, how sure the pipeline is that the submission holds sensitive data."""
+    details: str | None = None
+    """On refusal, a message for the submitter ("Detected N potential secrets in submission...")."""
 
 
 class SanitizationService(Protocol):

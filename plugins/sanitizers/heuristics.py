@@ -1,0 +1,212 @@
+"""Validators shared by the sanitizer layers: entropy, placeholders, Luhn, IP ranges, hashes and versions.
+
+Every check here answers one question about a candidate value, so the rules that use them stay declarative.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections import Counter
+from functools import lru_cache
+
+__all__ = [
+    "GENERIC_ACCOUNTS",
+    "char_classes",
+    "is_hash_like",
+    "is_placeholder",
+    "is_public_ip",
+    "is_reference",
+    "looks_like_secret",
+    "luhn_valid",
+    "shannon_entropy",
+]
+
+_PLACEHOLDER_WORDS = frozenset(
+    {
+        "your", "yours", "example", "examples", "placeholder", "changeme", "redacted", "dummy", "sample",
+        "fake", "replace", "replaceme", "insert", "here", "todo", "tbd", "fixme", "xxx", "none", "null", "nil",
+        "undefined", "empty", "notset", "unset", "mask", "masked", "hidden", "omitted", "removed", "censored",
+    }
+)  # fmt: skip
+_PLACEHOLDER_VALUES = frozenset(
+    {
+        "password", "passwd", "pass", "secret", "token", "key", "apikey", "api_key", "api-key", "test", "testing",
+        "string", "str", "value", "true", "false", "bearer", "basic", "required", "optional", "invalid",
+        "missing", "expired", "revoked", "default", "username", "pwd", "auth", "foo", "bar", "baz", "foobar",
+        "env", "environ", "getenv", "os", "self", "this",
+    }
+)  # fmt: skip
+_TEMPLATE = re.compile(
+    r"""^(?:<[^<>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|\{[^{}]*\}|\$\([^)]*\)|%\(?[A-Za-z_][\w]*\)?s?%?|\$[A-Za-z_]\w*
+        |\[[^\]]*\]|__[A-Z0-9_]+__|@[A-Za-z_]\w*@|\*+|[xX]{3,}|[•·.#-]{3,})$""",
+    re.VERBOSE,
+)
+_MASK = re.compile(r"^(?P<prefix>[\w-]{0,12}?)[*xX•#.]{4,}(?P<suffix>\w{0,6})$")
+_SEPARATORS = re.compile(r"[-_.\s]")
+_JOINED_PREFIXES = ("your", "changeme", "replaceme", "insert", "placeholder", "dummy", "fake")
+_JOINED_SUFFIXES = ("here", "placeholder", "changeme")
+_SPLIT = re.compile(r"[-_.\s/:]+|(?<=[a-z])(?=[A-Z])")
+
+GENERIC_ACCOUNTS = frozenset(
+    {
+        "root", "user", "users", "runner", "ubuntu", "ec2-user", "admin", "administrator", "vagrant", "circleci",
+        "jenkins", "travis", "node", "app", "www-data", "docker", "public", "shared", "default", "all users",
+        "default user", "guest", "build", "builder", "buildbot", "gitlab-runner", "vscode", "codespace",
+        "codespaces", "runneradmin", "me", "you", "username", "your-name", "yourname", "name", "someone",
+        "somebody", "developer", "dev", "nobody", "pi", "debian", "centos", "fedora", "alpine", "oracle",
+        "postgres", "mysql", "git", "linuxbrew", "home", "test", "tester", "travis-ci", "appveyor", "sandbox",
+    }
+)  # fmt: skip
+"""Account names every machine of a kind shares (CI runners, images, containers): not personal data."""
+
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_VERSION = re.compile(r"^v?\d+(?:\.\d+){1,3}(?:[-+._]?[0-9A-Za-z.]+)?$")
+_IDENT_CHAIN = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)*(?:\(\)|\[\])?$")
+_REFERENCE_PREFIXES = (
+    "os.environ", "os.getenv", "process.env", "env.", "env:", "settings.", "config.", "self.", "this.",
+    "cfg.", "conf.", "secrets.", "vault:", "ssm:", "arn:aws:secretsmanager", "import.meta.env", "getenv(",
+    "system.getenv", "environment.getenvironmentvariable", "args.", "options.", "opts.", "params.", "request.",
+    "req.", "ctx.", "context.",
+)  # fmt: skip
+_RESERVED = frozenset(
+    {
+        "none", "null", "nil", "undefined", "true", "false", "str", "string", "int", "bool", "bytes", "optional",
+        "secretstr", "field", "any", "object", "new", "function", "lambda", "await", "async", "return", "if",
+        "else", "void", "nan", "required", "os", "getpass", "input", "prompt", "env", "self", "this", "ref",
+    }
+)  # fmt: skip
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character of ``value`` (0.0 for the empty string)."""
+    if not value:
+        return 0.0
+    length = len(value)
+    return -sum(n / length * math.log2(n / length) for n in Counter(value).values())
+
+
+def char_classes(value: str) -> int:
+    """How many of lower case, upper case, digits and other characters ``value`` uses."""
+    lower = upper = digit = other = 0
+    for ch in value:
+        if ch.islower():
+            lower = 1
+        elif ch.isupper():
+            upper = 1
+        elif ch.isdigit():
+            digit = 1
+        else:
+            other = 1
+    return lower + upper + digit + other
+
+
+def is_placeholder(value: str) -> bool:
+    """True for template and documentation values: ``<TOKEN>``, ``${API_KEY}``, ``your-api-key-here``, ``xxx``,
+    ``changeme``, ``sk-xxxx…``, ``********``, an empty string, or a bare word such as ``password``."""
+    v = value.strip().strip("\"'`")
+    if len(v) < 3:
+        return True
+    lower = v.lower()
+    distinct = len(set(lower))
+    if distinct == 1 or (distinct == 2 and len(lower) >= 6) or "example" in lower or lower in _PLACEHOLDER_VALUES:
+        return True
+    if _TEMPLATE.match(v) or _MASK.match(v) or v.endswith(("...", "\u2026")):
+        return True
+    joined = _SEPARATORS.sub("", lower)
+    if joined.startswith(_JOINED_PREFIXES) or joined.endswith(_JOINED_SUFFIXES):
+        return True
+    return any(part.lower() in _PLACEHOLDER_WORDS for part in _SPLIT.split(v) if part)
+
+
+def is_reference(value: str, key: str = "") -> bool:
+    """True when an unquoted assignment value names something instead of being a literal: a variable, an
+    attribute chain, a call, an environment lookup, a reserved word, or the key's own name (``api_key=api_key``)."""
+    v = value.strip()
+    lower = v.lower()
+    if not v or lower in _RESERVED or lower.startswith(_REFERENCE_PREFIXES):
+        return True
+    if v.startswith(("$", "%", "@", "<", "{", "(", "[", "&", "*")):
+        return True
+    if not _IDENT_CHAIN.match(v.rstrip("(),;")):
+        return False
+    if "." in v or "(" in v or "::" in v or "->" in v:
+        return True  # attribute chain or call
+    if v.isupper() and "_" in v:
+        return True  # a CONSTANT_NAME
+    key_words = {w for w in re.split(r"[^a-z]+", key.lower()) if len(w) > 2}
+    value_words = {w for w in re.split(r"[^a-z]+", lower) if len(w) > 2}
+    return bool(key_words & value_words)
+
+
+def looks_like_secret(value: str, *, min_length: int = 16, min_entropy: float = 3.0) -> bool:
+    """A random-looking token: long enough, several character classes, high Shannon entropy, not a template."""
+    if len(value) < min_length or is_placeholder(value):
+        return False
+    if char_classes(value) < 2:
+        return False
+    return shannon_entropy(value) >= min_entropy
+
+
+def is_hash_like(value: str) -> bool:
+    """Hex digests (MD5/SHA-1/git SHA/SHA-256/SHA-512), UUIDs and ``sha256:``-style digests."""
+    v = value.split(":", 1)[1] if value.lower().startswith(("sha1:", "sha256:", "sha512:", "md5:")) else value
+    if _UUID.match(v):
+        return True
+    return bool(_HEX.match(v)) and len(v) in (7, 8, 10, 12, 32, 40, 56, 64, 96, 128) and v == v.lower()
+
+
+def is_version(value: str) -> bool:
+    """A version string: ``1.26.4``, ``v2.0.0-rc.1``, ``3.11.7+local``."""
+    return bool(_VERSION.match(value))
+
+
+def luhn_valid(digits: str) -> bool:
+    """The Luhn checksum of a string of digits."""
+    total = 0
+    for index, ch in enumerate(reversed(digits)):
+        n = ord(ch) - 48
+        if index % 2:
+            n *= 2
+            if n > 9:
+                n -= 9
+        total += n
+    return total % 10 == 0
+
+
+_CARD_PREFIXES = re.compile(
+    r"^(?:4\d{12}(?:\d{3}){0,2}|5[1-5]\d{14}|2(?:2[2-9][1-9]|2[3-9]\d|[3-6]\d\d|7[01]\d|720)\d{12}"
+    r"|3[47]\d{13}|6(?:011|5\d\d|4[4-9]\d)\d{12,15}|35(?:2[89]|[3-8]\d)\d{12,15}|3(?:0[0-5]|[68]\d)\d{11,16}"
+    r"|62\d{14,17})$"
+)
+
+
+def is_card_number(digits: str) -> bool:
+    """A payment card number: a known issuer prefix and length (Visa, Mastercard, Amex, Discover, JCB, Diners,
+    UnionPay) and a valid Luhn checksum."""
+    return bool(_CARD_PREFIXES.match(digits)) and luhn_valid(digits)
+
+
+_WELL_KNOWN_PUBLIC = frozenset(
+    {"8.8.8.8", "8.8.4.4", "1.1.1.1", "1.0.0.1", "9.9.9.9", "149.112.112.112", "208.67.222.222", "208.67.220.220"}
+)
+
+
+@lru_cache(maxsize=4096)
+def is_public_ip(value: str) -> bool:
+    """True for a globally routable unicast address that is not a well-known public resolver.
+
+    Private (RFC 1918, ULA), loopback, link-local, CGNAT, documentation (TEST-NET-1/2/3, 2001:db8::/32),
+    benchmarking, multicast, reserved and unspecified addresses are not personal data and stay.
+    """
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    if address.is_multicast or value in _WELL_KNOWN_PUBLIC:
+        return False
+    if address.version == 6 and address in ipaddress.ip_network("2001:db8::/32"):
+        return False
+    return address.is_global

@@ -1,0 +1,153 @@
+"""Layer-1 rules for generic credential assignments: ``password=…``, ``api_key: …``, ``"secret": "…"``.
+
+The key decides: it must *end* with a credential word (``DB_PASSWORD``, ``stripeApiKey``, ``X-Api-Key``,
+``--token``), so ``password_hash`` or ``max_tokens`` do not count. The value must be a literal: quoted, or
+a bare word that is not a reference (``api_key=api_key``, ``os.environ["X"]``, ``settings.SECRET``,
+``None``), not a template (``${DB_PASSWORD}``, ``<password>``, ``changeme``) and, after a colon in running
+prose (``Invalid password: too short``), shaped like a secret.
+
+The scan is anchored on the credential word itself (a literal search in the lower-cased text), then walks
+left over the key and matches the operator and value right after it, which keeps it at memory speed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from gateway_plugins.sanitizers.engine import Candidate, Rule, ScanText, literal
+from gateway_plugins.sanitizers.heuristics import char_classes, is_placeholder, is_reference
+
+__all__ = ["ASSIGNMENT_RULES", "AssignmentRule", "is_literal_secret"]
+
+_PROSE_WORDS = frozenset(
+    """the a an be is are was must should at least to of not no and or for with in on too invalid required
+    missing expired incorrect wrong empty characters long short contain match matches provided""".split()
+)
+_KEY_QUALIFIERS = (
+    "api", "access", "private", "secret", "signing", "encryption", "master", "client", "app", "auth", "license",
+    "subscription", "account", "admin", "service", "webhook", "aws", "storage", "deploy", "ssh", "gpg", "sign",
+)  # fmt: skip
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_VALUE = (
+    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.){1,500})\"|'(?P<sq>(?:[^'\\\n]|\\.){1,500})'|`(?P<bq>[^`\n]{1,500})`"
+    r"|(?P<bare>[^\s\"'`,;&)}\]<>(\[]{1,500}))"
+)
+_OP_VALUE = re.compile(r"[\"']?\]?[ \t]*(?P<op>:=|=>|==|=|:|->)[ \t]*" + _VALUE)
+_FLAG_VALUE = re.compile(r"(?P<op>[ \t]+|=)" + _VALUE)
+
+
+def is_literal_secret(value: str, *, key: str, quoted: bool, strong: bool, after: str, password_key: bool) -> bool:
+    """Whether ``value``, assigned to ``key``, is a literal credential worth redacting.
+
+    ``strong`` is False for a colon in running prose (``Invalid password: too short``), where only values
+    shaped like a secret count; ``after`` is the character following the value (``(`` means a call).
+    """
+    if is_placeholder(value):
+        return False
+    bare_key = key.lstrip("-")
+    if bare_key.upper() in ("PWD", "OLDPWD") or (
+        password_key and bare_key.lower().endswith("pwd") and value[:1] in "/~"
+    ):
+        return False  # the shell's working directory
+    words = value.split()
+    if len(words) >= 3 and any(w.lower().strip(".,:;!") in _PROSE_WORDS for w in words):
+        return False  # a sentence: a validation message, not a value
+    if not quoted:
+        if after in ("(", "[", ".") or is_reference(value, bare_key):
+            return False
+        if not strong and not _secretish(value):
+            return False
+    if value.isdigit():
+        return len(value) >= (4 if password_key else 8)
+    return True
+
+
+def _secretish(value: str) -> bool:
+    if len(value) < 6:
+        return False
+    mixed_case = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+    return any(c.isdigit() for c in value) or mixed_case or char_classes(value) >= 3
+
+
+def _structured_key(text: str, key_start: int, key_end: int) -> bool:
+    """YAML/INI/.env style (the key opens its line) or a quoted JSON key, rather than running prose."""
+    opener = text[key_start - 1 : key_start]
+    if opener in ('"', "'") and text[key_end : key_end + 1] == opener:
+        return True
+    line_start = text.rfind("\n", 0, key_start) + 1
+    head = text[line_start:key_start].strip()
+    return head in ("", "-", "#", "export", "set", "ENV", "env", "{", "[")
+
+
+@dataclass(frozen=True, eq=False)
+class AssignmentRule(Rule):
+    """A credential-word key followed by an assignment operator and a literal value."""
+
+    words: tuple[str, ...] = ()
+    password_key: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "_word_patterns", tuple((w, literal(w)) for w in self.words))
+
+    def gate(self) -> tuple[tuple[str, bool], ...]:
+        return tuple((word, True) for word in self.words)
+
+    def _key_ok(self, key: str, word: str) -> bool:
+        prefix = key[: -len(word)].rstrip("_.-")
+        if word in ("pwd", "pass"):
+            return prefix == "" or key[-len(word) - 1] in "_.-"
+        if word == "key":
+            return prefix.endswith(_KEY_QUALIFIERS)
+        return True
+
+    def finditer(self, scan_text: ScanText) -> Iterator[Candidate]:
+        text = scan_text.text
+        seen: set[int] = set()
+        for word, pattern in self._word_patterns:  # type: ignore[attr-defined]
+            if not scan_text.contains(word, True):
+                continue
+            for hit in scan_text.hits(pattern, True):
+                word_end = hit + len(word)
+                if word_end in seen or (word_end < len(text) and text[word_end].isalnum()):
+                    continue
+                key_start = hit
+                while key_start > 0 and text[key_start - 1] in _KEY_CHARS:
+                    key_start -= 1
+                key = text[key_start:word_end]
+                if not self._key_ok(key.lower().lstrip("-"), word):
+                    continue
+                seen.add(word_end)
+                candidate = self._value(text, key_start, word_end, key)
+                if candidate is not None:
+                    yield candidate
+
+    def _value(self, text: str, key_start: int, key_end: int, key: str) -> Candidate | None:
+        match = _OP_VALUE.match(text, key_end)
+        if match is None and key.startswith("-"):
+            match = _FLAG_VALUE.match(text, key_end)  # --password hunter2
+        if match is None:
+            return None
+        group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
+        value = match.group(group)
+        quoted = group != "bare"
+        op = match.group("op")
+        strong = op != ":" or quoted or _structured_key(text, key_start, key_end)
+        after = text[match.end() : match.end() + 1]
+        if not is_literal_secret(
+            value, key=key, quoted=quoted, strong=strong, after=after, password_key=self.password_key
+        ):
+            return None
+        return Candidate(match.start(group), match.end(group), self)
+
+
+def _assignment_rule(kind: str, label: str, words: tuple[str, ...], password_key: bool) -> AssignmentRule:
+    return AssignmentRule(kind, "secret", label, _OP_VALUE, None, 0.8, words=words, password_key=password_key)
+
+
+ASSIGNMENT_RULES: tuple[Rule, ...] = (
+    _assignment_rule("password_assignment", "PASSWORD", ("password", "passwd", "passphrase", "pwd", "pass"), True),
+    _assignment_rule("secret_assignment", "SECRET", ("secret", "token", "key", "credentials", "credential"), False),
+)

@@ -1,0 +1,27 @@
+"""Both offline layers pass the sanitizer contract (the Gemini layer's contract runs against the fake)."""
+
+from __future__ import annotations
+
+from gateway.api import Sanitizer
+from gateway_plugins.sanitizers.contextual import ContextualSanitizer
+from gateway_plugins.sanitizers.patterns import PatternSanitizer
+from tests.contracts.sanitizer_contract import SanitizerContract
+
+
+class TestPatternsContract(SanitizerContract):
+    def make_sanitizer(self) -> Sanitizer:
+        return PatternSanitizer()
+
+
+class TestContextualContract(SanitizerContract):
+    def make_sanitizer(self) -> Sanitizer:
+        return ContextualSanitizer()
+
+    def test_huge_input(self) -> None:
+        # Alone, the contextual layer does not know e-mails; it must still find the URL password.
+        from tests.contracts.sanitizer_contract import SECRETFUL, run
+
+        text = (SECRETFUL + "\n" + "x" * 1000 + "\n") * 300
+        result = run(self.make_sanitizer(), text)
+        self.check_result(text, result)
+        assert "S3cr3tPw9" not in result.text
