@@ -1,0 +1,202 @@
+"""The ``rate_limit`` interceptor: per-identity quotas on tools, from ``[plugins.interceptor.rate_limit]``.
+
+.. code-block:: toml
+
+    [[plugins.interceptor.rate_limit.rules]]
+    name = "gim-daily-search"
+    tools = ["gim_search_issues", "gim_get_fix_bundle"]
+    kind = "daily"                  # or "token_bucket" (with period_seconds, default 60)
+    limit = { env = "DEFAULT_DAILY_SEARCH_LIMIT", default = 100 }   # or a plain int
+
+Tools named in no rule are unlimited. A tool in several rules must pass all of them. Counters key on the rule's
+name and the caller's :attr:`gateway.api.Principal.key`, in the configured ``rate_limiter`` provider. The decision
+(a :class:`gateway.api.RateDecision`; with several rules, the one with the fewest calls left) is left in
+``call.context.state["rate_limit"]`` and the rule's name in ``state["rate_limit_rule"]``, refused or not.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal, NoReturn
+
+import structlog
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from gateway.api import (
+    RATE_LIMITER,
+    CallNext,
+    ConfigError,
+    Interceptor,
+    InterceptorContext,
+    RateDecision,
+    RateLimiter,
+    RateLimitExceeded,
+    RateLimitRule,
+    ToolCall,
+)
+from gateway_plugins.rate_limits.core import utc_now
+
+log = structlog.get_logger(__name__)
+
+STATE_KEY = "rate_limit"
+RULE_STATE_KEY = "rate_limit_rule"
+
+
+def _resolve_limit(value: Any) -> Any:
+    """``{ env = "NAME", default = 100 }``: the variable's value when set, else the default."""
+    if not isinstance(value, Mapping):
+        return value
+    if set(value) - {"env", "default"} or not isinstance(value.get("env"), str):
+        raise ValueError('a limit is an integer or { env = "NAME", default = <integer> }')
+    raw = os.environ.get(value["env"], "").strip()
+    if not raw:
+        if "default" not in value:
+            raise ValueError(f"environment variable {value['env']} is unset and the limit has no default")
+        return value["default"]
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {value['env']}={raw!r} is not an integer") from None
+
+
+Limit = Annotated[int, BeforeValidator(_resolve_limit), Field(ge=0)]
+
+
+class RateLimitRuleConfig(BaseModel):
+    """One rule: a quota that a group of tools shares, per identity."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    tools: list[str] = Field(min_length=1)
+    kind: Literal["daily", "token_bucket"] = "daily"
+    limit: Limit
+    """Calls per UTC day (``daily``), or the bucket's capacity (``token_bucket``)."""
+    period_seconds: float = Field(default=60.0, gt=0)
+    """``token_bucket`` only: ``limit`` tokens come back every ``period_seconds``."""
+    cost: int = Field(default=1, ge=1)
+    """Units one call of these tools consumes."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RateLimitRuleConfig:
+        if self.kind == "token_bucket" and self.limit < self.cost:
+            raise ValueError(f"token bucket {self.name!r}: limit {self.limit} must be at least the cost {self.cost}")
+        return self
+
+    def rule(self) -> RateLimitRule:
+        return RateLimitRule(name=self.name, kind=self.kind, limit=self.limit, period_seconds=self.period_seconds)
+
+
+class RateLimitConfig(BaseModel):
+    """``[plugins.interceptor.rate_limit]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rules: list[RateLimitRuleConfig] = Field(default_factory=list)
+    limiter: str | None = Field(default=None, min_length=1)
+    """A ``rate_limiter`` provider name; default: ``[providers] rate_limiter``."""
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> RateLimitConfig:
+        names = [rule.name for rule in self.rules]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"rule names must be unique (repeated: {', '.join(duplicates)})")
+        return self
+
+
+class RateLimitInterceptor(Interceptor):
+    """Consumes quota before the tool runs and refuses with :class:`gateway.api.RateLimitExceeded`."""
+
+    name = "rate_limit"
+
+    def __init__(
+        self,
+        rules: Sequence[RateLimitRuleConfig],
+        limiter: RateLimiter,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._limiter = limiter
+        self._clock = clock
+        self._by_tool: dict[str, list[tuple[RateLimitRule, int]]] = {}
+        for config in rules:
+            for tool in config.tools:
+                self._by_tool.setdefault(tool, []).append((config.rule(), config.cost))
+
+    def rules_for(self, tool: str) -> list[RateLimitRule]:
+        return [rule for rule, _ in self._by_tool.get(tool, [])]
+
+    async def __call__(self, call: ToolCall, call_next: CallNext) -> BaseModel:
+        rules = self._by_tool.get(call.tool.name)
+        if not rules:
+            return await call_next(call)
+        key = call.context.principal.key
+        now = self._clock()
+        if len(rules) > 1:  # refuse before consuming anything when one of several rules is already exhausted
+            for rule, cost in rules:
+                peeked = await self._limiter.peek(rule, key, now=now)
+                if peeked.remaining < cost:
+                    self._refuse(call, rule, _refusal(peeked, now))
+        decisions: list[tuple[RateLimitRule, RateDecision]] = []
+        for rule, cost in rules:
+            decision = await self._limiter.hit(rule, key, cost=cost, now=now)
+            if not decision.allowed:
+                self._refuse(call, rule, decision)
+            decisions.append((rule, decision))
+        rule, tightest = min(decisions, key=lambda item: item[1].remaining)
+        call.context.state[STATE_KEY] = tightest
+        call.context.state[RULE_STATE_KEY] = rule.name
+        return await call_next(call)
+
+    def _refuse(self, call: ToolCall, rule: RateLimitRule, decision: RateDecision) -> NoReturn:
+        call.context.state[STATE_KEY] = decision
+        call.context.state[RULE_STATE_KEY] = rule.name
+        retry_after = math.ceil(decision.retry_after or 0)
+        reset_at = iso_utc(decision.reset_at)
+        per = "per day (UTC)" if rule.kind == "daily" else f"per {rule.period_seconds:g} s"
+        log.info("rate limit exceeded", rule=rule.name, tool=call.tool.name, retry_after=retry_after)
+        raise RateLimitExceeded(
+            f"rate limit exceeded for {call.tool.name}: {decision.limit} calls {per} (rule {rule.name}); "
+            f"retry after {retry_after} s",
+            details={
+                "limit": decision.limit,
+                "remaining": decision.remaining,
+                "reset_at": reset_at,
+                "retry_after": retry_after,
+                "rule": rule.name,
+            },
+        )
+
+
+def _refusal(peeked: RateDecision, now: datetime) -> RateDecision:
+    """A peek that found too little left, as the refusal a hit would have given."""
+    if peeked.retry_after is not None:
+        return peeked
+    wait = max(0.0, (peeked.reset_at - now).total_seconds())
+    return RateDecision(False, peeked.limit, peeked.remaining, peeked.reset_at, wait)
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO 8601 in UTC with a ``Z``, rounded up to the second: ``2025-01-02T00:00:00Z``."""
+    moment = moment.astimezone(UTC)
+    if moment.microsecond:
+        moment = moment.replace(microsecond=0) + timedelta(seconds=1)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def create_rate_limit_interceptor(ctx: InterceptorContext) -> RateLimitInterceptor:
+    """Interceptor factory: checks that every tool a rule names is served."""
+    config = ctx.config if isinstance(ctx.config, RateLimitConfig) else RateLimitConfig()
+    for index, rule in enumerate(config.rules):
+        unknown = [tool for tool in rule.tools if tool not in ctx.tools]
+        if unknown:
+            raise ConfigError(
+                f"plugins.interceptor.{ctx.name}.rules[{index}] ({rule.name}): unknown tool(s) "
+                f"{', '.join(unknown)}; served tools: {', '.join(sorted(ctx.tools)) or '(none)'}"
+            )
+    limiter = ctx.provider(RATE_LIMITER, config.limiter)
+    return RateLimitInterceptor(config.rules, limiter)

@@ -1,0 +1,119 @@
+"""The ``postgres`` store against a real PostgreSQL server: the shared contract, plus its own options."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from gateway.api import Migration, ProviderContext, ProviderUnavailable
+from gateway_plugins.stores.postgres import PostgresStore, PostgresStoreConfig, create_postgres_store
+from tests.contracts.store_contract import ITEMS, OpenStore, StoreContract
+
+pytestmark = pytest.mark.postgres
+
+
+class TestPostgresStoreContract(StoreContract):
+    @pytest.fixture
+    def open_store(self, postgres_db: str) -> OpenStore:
+        return lambda: PostgresStore(postgres_db, max_size=4)
+
+
+class TestPostgresStoreInASchemaWithoutPreparedStatements(StoreContract):
+    """``schema`` set and ``prepare_threshold = 0`` (everything prepared: placeholders and scripts must cope)."""
+
+    @pytest.fixture
+    def open_store(self, postgres_db: str) -> OpenStore:
+        return lambda: PostgresStore(postgres_db, schema="gateway data", prepare_threshold=0, min_size=0)
+
+
+def _context(config: PostgresStoreConfig) -> ProviderContext:
+    def no_provider(kind: str, name: str | None = None) -> object:
+        raise AssertionError(f"unexpected provider lookup {kind}/{name}")
+
+    return ProviderContext("store", "postgres", config, Path("/nonexistent"), no_provider)
+
+
+@pytest.mark.anyio
+async def test_config_from_toml_shape_with_the_dsn_in_the_environment(
+    postgres_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEST_GATEWAY_DSN", postgres_db)
+    config = PostgresStoreConfig.model_validate(
+        {"dsn": {"env": "TEST_GATEWAY_DSN"}, "schema": "gw", "max_size": 3, "statement_timeout": 0.5}
+    )
+    assert postgres_db not in repr(config)  # the DSN may hold a password: never in reprs or logs
+    store = create_postgres_store(_context(config))
+    try:
+        await store.migrate("contract", [ITEMS])
+        assert await store.fetch_one("SELECT current_schema() AS s, current_setting('TimeZone') AS tz") == {
+            "s": "gw",
+            "tz": "UTC",
+        }
+        with psycopg.connect(postgres_db) as raw:
+            tables = raw.execute("SELECT table_schema FROM information_schema.tables WHERE table_name = 'items'")
+            assert tables.fetchall() == [("gw",)]
+        with pytest.raises(psycopg.errors.QueryCanceled):  # statement_timeout is in force
+            await store.execute("SELECT pg_sleep(5)")
+    finally:
+        await store.close()
+
+
+def test_no_dsn_makes_the_provider_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("UNSET_GATEWAY_DSN", raising=False)
+    config = PostgresStoreConfig.model_validate({"dsn": {"env": "UNSET_GATEWAY_DSN"}})
+    with pytest.raises(ProviderUnavailable, match="no dsn"):
+        create_postgres_store(_context(config))
+
+
+@pytest.mark.anyio
+async def test_an_unreachable_server_is_reported_with_its_cause() -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    store = PostgresStore(f"postgresql://nobody@127.0.0.1:{port}/x", connect_timeout=2)
+    with pytest.raises(ProviderUnavailable, match="refused"):
+        await store.fetch_one("SELECT 1")
+    await store.close()
+
+
+@pytest.mark.anyio
+async def test_postgres_casts_and_dollar_quotes_survive_translation(postgres_db: str) -> None:
+    store = PostgresStore(postgres_db)
+    try:
+        row = await store.fetch_one(
+            "SELECT :n::int + 1 AS n, $$:not_a_param 100%$$ AS body, '{1,2}'::int[] AS arr", {"n": "41"}
+        )
+        assert row == {"n": 42, "body": ":not_a_param 100%", "arr": [1, 2]}
+    finally:
+        await store.close()
+
+
+@pytest.mark.anyio
+async def test_replicas_migrating_at_once_apply_each_migration_once(postgres_db: str) -> None:
+    slow = Migration(1, "slow", "SELECT pg_sleep(0.2); CREATE TABLE once (x INTEGER); INSERT INTO once VALUES (1)")
+    replicas = [PostgresStore(postgres_db) for _ in range(4)]
+    try:
+        await asyncio.gather(*(replica.migrate("race", [slow]) for replica in replicas))
+        assert await replicas[0].fetch_all("SELECT x FROM once") == [{"x": 1}]
+    finally:
+        await asyncio.gather(*(replica.close() for replica in replicas))
+
+
+@pytest.mark.parametrize("prepared", [True, False])
+@pytest.mark.anyio
+async def test_prepared_statements_can_be_turned_off_for_transaction_poolers(postgres_db: str, prepared: bool) -> None:
+    config = PostgresStoreConfig.model_validate(
+        {"dsn": postgres_db, "prepared_statements": prepared, "min_size": 1, "max_size": 1}
+    )
+    store = create_postgres_store(_context(config))
+    try:
+        for n in range(10):
+            assert await store.fetch_one("SELECT :n::int AS v", {"n": n}) == {"v": n}
+        row = await store.fetch_one("SELECT count(*) AS n FROM pg_prepared_statements")  # this session's
+        assert row is not None and (row["n"] > 0) is prepared
+    finally:
+        await store.close()
