@@ -1,0 +1,367 @@
+"""Audits end to end: a real git repository, the real judges, the MCP SDK client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.api import JUDGE, JudgeRequest, JudgeResult, ProviderRegistrar, hookimpl
+from gateway.testing import running_gateway
+from tests.fakes.gemini import FakeGemini, FakeResponse
+from tests.plugins.thinking.conftest import GitRepo, call, gateway_config, thought
+
+pytestmark = pytest.mark.anyio
+
+ORIGINAL = """\
+import os
+
+
+def read_config(path):
+    with open(path) as handle:
+        return handle.read()
+"""
+
+CHANGED = """\
+import os
+import sys
+
+
+def read_config(path):
+    try:
+        with open(os.fspath(path)) as handle:
+            return handle.read()
+    except:
+        pass
+    return DEFAULTS
+"""
+"""Against ORIGINAL: line 2 adds an unused import, line 9 a bare swallowed except, line 11 an undefined name."""
+
+
+def applied(root: Path, path: str, diff: str, scratch: Path) -> str:
+    """``path`` of ``root`` after ``git apply`` of ``diff``, on a copy (the workspace is left alone)."""
+    (scratch / path).parent.mkdir(parents=True)
+    (scratch / path).write_text((root / path).read_text())
+    subprocess.run(["git", "apply", "-"], cwd=scratch, input=diff.encode(), check=True, capture_output=True)
+    return (scratch / path).read_text()
+
+
+def comments(body: dict[str, Any]) -> set[tuple[str, int, str]]:
+    return {(c["path"], c["line"], c["judge"]) for c in body["gan"]["review"]["inline"]}
+
+
+def lines_of(body: dict[str, Any], path: str) -> list[int]:
+    return sorted(c["line"] for c in body["gan"]["review"]["inline"] if c["path"] == path)
+
+
+async def audit(root: Path, data: Path, text: str, extra_plugins: Any = (), **config: Any) -> dict[str, Any]:
+    async with running_gateway(gateway_config(root, **config), data, extra_plugins=extra_plugins) as client:
+        return await call(client, thought(text, 2, 3, next_needed=False, branchId="review-1"))
+
+
+async def test_a_diff_with_known_defects_gets_line_comments(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("app/config.py", ORIGINAL)
+    repo.write("web/app.js", "export const answer = 42;\n")
+    repo.commit()
+    repo.write("app/config.py", CHANGED)
+    repo.write("web/app.js", "export const answer = 42;\ndebugger;\n")
+    repo.write("app/new_module.py", "VALUE = 1   \n")  # untracked, with trailing whitespace
+    before = repo.state()
+    body = await audit(repo.root, tmp_path / "data", "Review my change to ```read_config```:\n```gan-config\n{}\n```")
+    gan = body["gan"]
+    assert body["sessionId"] == "review-1" and body["nextThoughtNeeded"] is True  # forced by the verdict
+    assert lines_of(body, "app/config.py") == [2, 2, 9, 11]  # untested change reported at the first changed line
+    rules = {(c["line"], c["comment"].split(" ")[0]) for c in gan["review"]["inline"] if c["path"] == "app/config.py"}
+    assert (2, "'sys'") in rules and (11, "undefined") in rules
+    assert lines_of(body, "web/app.js") == [2, 2]  # debugger, and no test
+    assert lines_of(body, "app/new_module.py") == [1, 1]  # trailing whitespace, and no test for the new module
+    assert "repo://app/config.py:9-10" in gan["review"]["citations"]
+    assert gan["verdict"] == "reject" and gan["iterations"] == 1  # 100 - 86 points of findings
+    assert [card["model"] for card in gan["judge_cards"]] == ["internal"]
+    assert gan["judge_cards"][0]["score"] == gan["overall"]
+    assert {d["name"] for d in gan["dimensions"]} >= {"correctness", "maintainability", "style", "test_coverage"}
+    assert "-import sys" in gan["proposed_diff"] and "+    except Exception:" in gan["proposed_diff"]
+    assert "proposed_diff" in gan and "applied" not in gan
+    assert repo.state() == before  # nothing staged, nothing written, not even the index
+
+
+async def test_a_clean_tested_change_passes(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("lib/maths.py", "def double(x):\n    return 2 * x\n")
+    repo.write(
+        "tests/test_maths.py", "from lib.maths import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
+    )
+    repo.commit()
+    repo.write("lib/maths.py", "def double(x):\n    return 2 * x\n\n\ndef triple(x):\n    return 3 * x\n")
+    repo.write(
+        "tests/test_maths.py",
+        "from lib.maths import double, triple\n\n\ndef test_double():\n    assert double(2) == 4\n\n\n"
+        "def test_triple():\n    assert triple(2) == 6\n",
+    )
+    body = await audit(repo.root, tmp_path / "data", "Done:\n```gan-config\n{}\n```")
+    gan = body["gan"]
+    assert gan["verdict"] == "pass" and gan["overall"] == 100 and gan["review"]["inline"] == []
+    assert gan["proposed_diff"] is None
+    assert body["nextThoughtNeeded"] is False
+
+
+async def test_a_parse_error_is_rejected(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("m.py", "x = 1\n")
+    repo.commit()
+    repo.write("m.py", "x = 1\ndef broken(:\n    pass\n")
+    body = await audit(repo.root, tmp_path / "data", '```gan-config\n{"threshold": 10}\n```')
+    gan = body["gan"]
+    assert gan["verdict"] == "reject" and "parse-error at m.py:2" in gan["review"]["summary"]
+    assert body["nextThoughtNeeded"] is True
+
+
+async def test_code_in_the_thought_is_reviewed(tmp_path: Path) -> None:
+    text = (
+        "I will add this helper:\n```python\nimport json\n\n\ndef load(text):\n"
+        "    try:\n        return json.loads(text)\n    except Exception:\n        pass\n```\n"
+        "and this script:\n```js\nconsole.log(load(x));\n```"
+    )
+    body = await audit(tmp_path, tmp_path / "data", text)
+    gan = body["gan"]
+    assert lines_of(body, "thought/block-1.py") == [7]
+    assert lines_of(body, "thought/block-2.js") == [1]
+    assert "thought://block-1.py:7-8" in gan["review"]["citations"]
+    assert any("not a git repository" in warning for warning in gan["warnings"])
+    assert gan["proposed_diff"] is None  # code in a thought is not a workspace file to patch
+
+
+async def test_a_diff_in_the_thought_is_resolved_against_the_workspace(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("app/config.py", ORIGINAL)
+    repo.commit()
+    patch = (
+        "diff --git a/app/config.py b/app/config.py\n--- a/app/config.py\n+++ b/app/config.py\n"
+        "@@ -1,6 +1,8 @@\n import os\n+import sys\n \n \n def read_config(path):\n"
+        "     with open(path) as handle:\n         return handle.read()\n+    return FALLBACK\n"
+    )
+    body = await audit(repo.root, tmp_path / "data", f"Proposed change:\n```diff\n{patch}```")
+    assert lines_of(body, "thought/app/config.py") == [2, 8]
+    assert "thought://app/config.py:8-8" in body["gan"]["review"]["citations"]
+    assert (repo.root / "app/config.py").read_text() == ORIGINAL
+
+
+async def test_paths_scope_reviews_whole_files_and_stays_in_the_workspace(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("src/a.py", "import os\n")
+    repo.write("src/pkg/b.py", "x = 1   \n")
+    outside = tmp_path / "outside.py"
+    outside.write_text("import secrets_of_the_host\n")
+    (repo.root / "src" / "escape.py").symlink_to(outside)
+    repo.commit()
+    config = {"scope": "paths", "paths": ["src", "../outside.py", "/etc/passwd", "missing.py"]}
+    body = await audit(repo.root, tmp_path / "data", f"```gan-config\n{json.dumps(config)}\n```")
+    gan = body["gan"]
+    assert {c["path"] for c in gan["review"]["inline"]} == {"src/a.py", "src/pkg/b.py"}
+    warnings = " | ".join(gan["warnings"])
+    assert "../outside.py: leaves the workspace" in warnings and "/etc/passwd: absolute path" in warnings
+    assert "missing.py: no such file" in warnings
+    assert "test_coverage" not in {d["name"] for d in gan["dimensions"]}
+
+
+async def test_workspace_scope_gives_an_overview(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("README.md", "# Demo\n")
+    repo.write("pyproject.toml", "[project]\nname = 'demo'\n")
+    repo.write("demo/core.py", "def f(x):\n    if x == None:\n        return 1\n    return 2\n")
+    repo.commit()
+    seen: list[JudgeRequest] = []
+    body = await audit(
+        repo.root, tmp_path / "data", '```gan-config\n{"scope": "workspace", "judges": ["internal", "spy"]}\n```',
+        extra_plugins=[("spy", SpyJudges(seen))], allowed_judges=["internal", "spy"],
+    )  # fmt: skip
+    [request] = seen
+    assert request.scope == "workspace" and "3 file(s):" in request.overview and "== README.md ==" in request.overview
+    assert [f.path for f in request.files] == ["demo/core.py"]
+    assert body["gan"]["config"]["scope"] == "workspace"
+
+
+async def test_nothing_to_review(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("a.txt", "a\n")
+    repo.commit()
+    body = await audit(repo.root, tmp_path / "data", 'Settings:\n```gan-config\n{"threshold": 95}\n```')
+    gan = body["gan"]
+    assert gan["overall"] is None and gan["verdict"] == "pass" and gan["iterations"] == 0
+    assert gan["review"]["summary"].startswith("Nothing to review") and body["nextThoughtNeeded"] is False
+
+
+async def test_config_warnings_are_reported(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("m.py", "x = 1\n")
+    repo.commit()
+    repo.write("m.py", "x = 2\n")
+    block = '{"threshold": 400, "maxCycles": "many", "judges": ["internal", "rm -rf"], "colour": "blue"}'
+    body = await audit(repo.root, tmp_path / "data", f"```gan-config\n{block}\n```")
+    gan = body["gan"]
+    assert gan["config"]["threshold"] == 100 and gan["config"]["maxCycles"] == 1
+    assert gan["config"]["judges"] == ["internal"]
+    assert len(gan["warnings"]) == 4 and gan["verdict"] == "revise"  # 100 is not reachable with an untested change
+
+
+async def test_more_cycles_verify_the_fix(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("app/config.py", ORIGINAL)
+    repo.commit()
+    repo.write("app/config.py", CHANGED.replace("    return DEFAULTS\n", "    return None   \n"))
+    one = await audit(repo.root, tmp_path / "d1", "```gan-config\n{}\n```")
+    two = await audit(repo.root, tmp_path / "d2", '```gan-config\n{"maxCycles": 3, "candidates": 2}\n```')
+    assert one["gan"]["iterations"] == 1 and two["gan"]["iterations"] == 2
+    assert one["gan"]["overall"] == two["gan"]["overall"]  # the verdict is about the code as it is
+    assert "raises the overall score to" in two["gan"]["review"]["summary"]
+    patched = [
+        applied(repo.root, "app/config.py", body["gan"]["proposed_diff"], tmp_path / f"copy{n}")
+        for n, body in enumerate((one, two))
+    ]
+    assert patched[0] == patched[1] and "import sys" not in patched[0]  # the same fix, verified in cycle 2
+
+
+async def test_apply_fixes_patches_the_workspace(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("app/config.py", ORIGINAL)
+    repo.commit()
+    repo.write("app/config.py", CHANGED)
+    body = await audit(repo.root, tmp_path / "data", '```gan-config\n{"applyFixes": true}\n```')
+    assert body["gan"]["applied"] == ["app/config.py"]
+    fixed = (repo.root / "app/config.py").read_text()
+    assert "import sys" not in fixed and "    except Exception:\n" in fixed
+    again = await audit(repo.root, tmp_path / "data2", "```gan-config\n{}\n```")
+    assert again["gan"]["overall"] > body["gan"]["overall"]
+    assert repo.git("diff", "--cached") == ""  # the working tree changed, the index did not
+
+
+async def test_apply_fixes_in_a_subdirectory_of_a_repository(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("service/app/config.py", ORIGINAL)
+    repo.commit()
+    repo.write("service/app/config.py", CHANGED)
+    body = await audit(repo.root / "service", tmp_path / "data", '```gan-config\n{"applyFixes": true}\n```')
+    assert body["gan"]["applied"] == ["app/config.py"]
+    assert "import sys" not in (repo.root / "service/app/config.py").read_text()
+
+
+class SpyJudges:
+    """Test judges: ``spy`` records requests and scores 100; ``evil`` proposes a patch outside the workspace;
+    ``broken`` raises."""
+
+    def __init__(self, seen: list[JudgeRequest], evil_diff: str = "") -> None:
+        self.seen = seen
+        self.evil_diff = evil_diff
+
+    @hookimpl
+    def gateway_register_providers(self, register: ProviderRegistrar) -> None:
+        register(JUDGE, "spy", lambda ctx: _Judge("spy", self.seen, None))
+        register(JUDGE, "evil", lambda ctx: _Judge("evil", self.seen, self.evil_diff))
+        register(JUDGE, "broken", lambda ctx: _Judge("broken", self.seen, None, crash=True))
+
+
+class _Judge:
+    def __init__(self, name: str, seen: list[JudgeRequest], diff: str | None, crash: bool = False) -> None:
+        self.name = name
+        self._seen, self._diff, self._crash = seen, diff, crash
+
+    async def review(self, request: JudgeRequest) -> JudgeResult:
+        self._seen.append(request)
+        if self._crash:
+            raise RuntimeError("judge bug")
+        return JudgeResult(self.name, 100, {"correctness": 100}, "fine", proposed_diff=self._diff)
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["../outside.py", "/tmp/outside-absolute.py", "link.py", ".git/config"],
+)
+async def test_a_judge_cannot_patch_outside_the_workspace(repo: GitRepo, tmp_path: Path, target: str) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_text("x = 1\n")
+    repo.write("m.py", "x = 1\n")
+    (repo.root / "link.py").symlink_to(outside)
+    repo.commit()
+    repo.write("m.py", "x = 2\n")
+    diff = f"--- a/{target}\n+++ b/{target}\n@@ -1 +1 @@\n-x = 1\n+x = 666\n"
+    config = '{"applyFixes": true, "judges": ["evil"]}'
+    body = await audit(
+        repo.root, tmp_path / "data", f"```gan-config\n{config}\n```",
+        extra_plugins=[("evil", SpyJudges([], diff))], allowed_judges=["internal", "evil"],
+    )  # fmt: skip
+    gan = body["gan"]
+    assert gan["applied"] == [] and gan["proposed_diff"] is None
+    assert any("evil: proposed diff ignored" in w for w in gan["warnings"])
+    assert outside.read_text() == "x = 1\n" and "666" not in (repo.root / ".git" / "config").read_text()
+
+
+async def test_failing_and_missing_judges_are_left_out(repo: GitRepo, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    repo.write("m.py", "x = 1\n")
+    repo.commit()
+    repo.write("m.py", "import os\nx = 1\n")
+    config = '{"judges": ["internal", "broken", "gemini"]}'
+    body = await audit(
+        repo.root, tmp_path / "data", f"```gan-config\n{config}\n```",
+        extra_plugins=[("spy", SpyJudges([]))], allowed_judges=["internal", "broken", "gemini"],
+    )  # fmt: skip
+    cards = {card["model"]: card for card in body["gan"]["judge_cards"]}
+    assert list(cards) == ["internal", "broken", "gemini"]
+    assert cards["broken"]["score"] is None and "RuntimeError: judge bug" in cards["broken"]["notes"]
+    assert cards["gemini"]["score"] is None and cards["gemini"]["notes"].startswith("unavailable: no API key")
+    assert body["gan"]["overall"] == cards["internal"]["score"]
+    assert "notes" not in cards["internal"] or cards["internal"]["notes"]
+
+
+def gemini_config(fake: FakeGemini) -> dict[str, Any]:
+    return {"judge": {"gemini": {"api_key": "test-key", "base_url": fake.base_url, "retries": 0, "timeout_seconds": 5}}}
+
+
+async def test_gemini_and_internal_combine(repo: GitRepo, tmp_path: Path, fake_gemini: FakeGemini) -> None:
+    repo.write("app/config.py", ORIGINAL)
+    repo.commit()
+    repo.write("app/config.py", CHANGED)
+    answer = {
+        "summary": "Errors are swallowed.",
+        "dimensions": [{"name": "correctness", "score": 50}, {"name": "security", "score": 90}],
+        "comments": [{"path": "app/config.py", "line": 10, "severity": "major", "comment": "Do not pass silently."}],
+    }
+    fake_gemini.generate_text = lambda request: json.dumps(answer)
+    source = gateway_config(repo.root)
+    source["plugins"].update(gemini_config(fake_gemini))
+    async with running_gateway(source, tmp_path / "data") as client:
+        body = await call(client, thought('```gan-config\n{"judges": ["internal", "gemini"]}\n```'))
+        fake_gemini.enqueue(FakeResponse(status=500))
+        failed = await call(client, thought('```gan-config\n{"judges": ["internal", "gemini"]}\n```', 2, branchId="s"))
+    cards = {card["model"]: card for card in body["gan"]["judge_cards"]}
+    assert cards["gemini/gemini-2.5-flash"]["score"] == 67  # (50 * .35 + 90 * .25) / .6 = 66.7
+    assert body["gan"]["overall"] == round((cards["internal"]["score"] + 67) / 2)
+    assert ("app/config.py", 10, "gemini/gemini-2.5-flash") in comments(body)
+    prompt = fake_gemini.requests_for("generateContent")[0].json["contents"][-1]["parts"][0]["text"]
+    assert "+import sys" in prompt and "    9|     except:" in prompt  # the workspace diff and the numbered file
+    failed_cards = {card["model"]: card for card in failed["gan"]["judge_cards"]}
+    assert failed_cards["gemini/gemini-2.5-flash"] == {
+        "model": "gemini/gemini-2.5-flash", "score": None, "notes": "API error 500 INTERNAL"
+    }  # fmt: skip
+    assert failed["gan"]["overall"] == failed_cards["internal"]["score"]
+
+
+async def test_session_rounds_are_remembered(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("m.py", "x = 1\n")
+    repo.commit()
+    repo.write("m.py", "import os\nx = 1\n")
+    async with running_gateway(gateway_config(repo.root), tmp_path / "data") as client:
+        first = await call(client, thought("```gan-config\n{}\n```", 1, branchId="s1"))
+        second = await call(client, thought("```gan-config\n{}\n```", 2, branchId="s1"))
+        anonymous = await call(client, thought("```gan-config\n{}\n```", 3))
+    assert "Session round" not in first["gan"]["review"]["summary"]
+    assert f"Session round 2 (previous round: {first['gan']['overall']})" in second["gan"]["review"]["summary"]
+    assert anonymous["sessionId"].startswith("gan-") and anonymous["sessionId"] != "s1"
+
+
+async def test_without_git_the_audit_degrades(repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo.write("m.py", "x = 1\n")
+    repo.commit()
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    patch = "--- a/m.py\n+++ b/m.py\n@@ -1 +1,2 @@\n x = 1\n+y = undefined_thing\n"
+    text = f'```gan-config\n{{"applyFixes": true}}\n```\n```diff\n{patch}```\n```python\nimport os\n```'
+    body = await audit(repo.root, tmp_path / "data", text)
+    gan = body["gan"]
+    warnings = " | ".join(gan["warnings"])
+    assert "workspace not read: git could not run" in warnings and "reviewed as a fragment" in warnings
+    assert lines_of(body, "thought/block-1.py") == [1] and gan["applied"] == []
