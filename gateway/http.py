@@ -1,36 +1,43 @@
-"""MCP Streamable HTTP (both protocol eras) plus ``/health`` and the REST facade, behind auth and limits.
+"""MCP Streamable HTTP (both protocol eras) plus ``/health``, the REST facade and the OAuth protected-resource
+metadata, behind the security checks and a body limit.
 
-Request order: CORS → body-size limit → authentication (MCP and REST paths) → route. Credentials are accepted only
-from headers; a token or key in the query string is refused outright.
+Request order: CORS (when ``transport.allowed_origins`` is set) → body-size limit → Host/Origin, header-only
+credentials, authentication and MCP tool scopes (:mod:`gateway.http_security`) → route.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import urlsplit
 
 import structlog
 import uvicorn
-from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import __version__, mcp_adapter
-from gateway.api.context import Principal
-from gateway.api.errors import ConfigError, Forbidden, ToolError
+from gateway.api.errors import ConfigError
+from gateway.http_auth import HttpAuth, describe_auth
 from gateway.http_errors import error_envelope
+from gateway.http_security import SecurityMiddleware, allowed_hosts, allowed_origins, is_public
 from gateway.runtime import GatewayRuntime
 
 log = structlog.get_logger(__name__)
 
-_QUERY_CREDENTIALS = {"access_token", "api_key", "apikey", "token", "key", "x-api-key"}
-_PUBLIC_PATHS = ("/health", "/.well-known/", "/api/v1/openapi.json")
+CORS_EXPOSED_HEADERS = [
+    "Mcp-Session-Id",
+    "WWW-Authenticate",
+    "Retry-After",
+    "X-Correlation-ID",
+    "X-RateLimit-Limit",
+    "X-RateLimit-Remaining",
+    "X-RateLimit-Reset",
+]
 
 
 def is_loopback(host: str) -> bool:
@@ -43,7 +50,11 @@ def is_loopback(host: str) -> bool:
 
 
 class BodyLimitMiddleware:
-    """Refuse request bodies over ``limit`` bytes with 413, by Content-Length or while streaming."""
+    """Refuse request bodies over ``limit`` bytes with 413: at once by ``Content-Length``, else while reading.
+
+    The body is read (at most ``limit`` bytes) before the application runs, so a refusal is never a response
+    the application had already started, whatever route it is for.
+    """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -57,126 +68,42 @@ class BodyLimitMiddleware:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await self._refuse(scope, receive, send)
             return
-        received = 0
-
-        async def limited_receive() -> dict[str, Any]:
-            nonlocal received
+        body = bytearray()
+        pending: list[Message] = []
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise _BodyTooLarge
-            return message
+            if message["type"] != "http.request":
+                pending.append(message)
+                break
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                await self._refuse(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        pending.insert(0, {"type": "http.request", "body": bytes(body), "more_body": False})
 
-        try:
-            await self.app(scope, limited_receive, send)
-        except _BodyTooLarge:
-            await self._refuse(scope, receive, send)
+        async def replay() -> Message:
+            return pending.pop(0) if pending else await receive()
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = error_envelope(413, f"the request body exceeds the limit of {self.limit} bytes")
         await response(scope, receive, send)
 
 
-class _BodyTooLarge(Exception):
-    pass
+class _PublicBypass:
+    """Sends public paths (``/health``, ``/.well-known/``) past ``guarded`` (the configured CORS policy) to
+    ``inner``: the metadata documents carry their own any-origin CORS policy."""
 
-
-class AuthMiddleware:
-    """Authenticate MCP and REST requests; the principal goes to ``request.state.principal``.
-
-    A ``tools/call`` over MCP for a tool whose scope the caller lacks is refused here with 403 and an
-    ``insufficient_scope`` challenge (the MCP authorization spec), before the SDK sees it.
-    """
-
-    def __init__(self, app: ASGIApp, runtime: GatewayRuntime) -> None:
-        self.app = app
-        self.runtime = runtime
-        cfg = runtime.loaded.config
-        self.mcp_path = cfg.transport.path
-        self.authenticator = None if cfg.providers.auth == "none" else runtime.providers.get("auth")
+    def __init__(self, guarded: ASGIApp, inner: ASGIApp) -> None:
+        self.guarded = guarded
+        self.inner = inner
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] != "http" or scope.get("method") == "OPTIONS" or path.startswith(_PUBLIC_PATHS):
-            await self.app(scope, receive, send)
-            return
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        if _QUERY_CREDENTIALS & {name.lower() for name in query}:
-            response = error_envelope(401, "credentials are accepted only in headers, never in the query string")
-            await response(scope, receive, send)
-            return
-        if self.authenticator is None:
-            principal = self.runtime.default_principal
-        else:
-            try:
-                principal = await self.authenticator.authenticate(Headers(scope=scope))
-            except ToolError as err:
-                await self._refuse(err, scope, receive, send)
-                return
-        scope.setdefault("state", {})["principal"] = principal
-        if self.authenticator is not None and path == self.mcp_path and scope.get("method") == "POST":
-            body = await _read_body(receive)
-            denied = self._missing_scope(body, principal)
-            if denied is not None:
-                await self._refuse(denied, scope, receive, send)
-                return
-            receive = _replay(body, receive)
-        await self.app(scope, receive, send)
-
-    def _missing_scope(self, body: bytes, principal: Principal) -> Forbidden | None:
-        try:
-            message = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            return None  # the SDK answers malformed JSON-RPC itself
-        messages = message if isinstance(message, list) else [message]
-        for item in messages:
-            if not isinstance(item, dict) or item.get("method") != "tools/call":
-                continue
-            name = (item.get("params") or {}).get("name")
-            served = self.runtime.tools.get(name) if isinstance(name, str) else None
-            if served is not None and not principal.allows(served.tool.scope):
-                return Forbidden(
-                    f"the caller lacks the scope {served.tool.scope!r} required by {name}",
-                    details={"scope": served.tool.scope},
-                )
-        return None
-
-    async def _refuse(self, err: ToolError, scope: Scope, receive: Receive, send: Send) -> None:
-        challenge = self.authenticator.challenge(err) if self.authenticator is not None else None
-        response = error_envelope(
-            err.http_status,
-            err.message,
-            detail={"code": err.code, **err.details} if err.details else {"code": err.code},
-            retryable=err.retryable,
-            headers={"WWW-Authenticate": challenge} if challenge else None,
-        )
-        await response(scope, receive, send)
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
+        public = scope["type"] == "http" and is_public(scope.get("path", ""))
+        await (self.inner if public else self.guarded)(scope, receive, send)
 
 
 def _health(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[JSONResponse]]:
@@ -188,15 +115,36 @@ def _health(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[JSONRespon
     return health
 
 
-def extra_routes(runtime: GatewayRuntime) -> list[BaseRoute]:
-    """``/health``, and the REST facade and OAuth metadata when enabled."""
+def extra_routes(runtime: GatewayRuntime, auth: HttpAuth | None = None) -> list[BaseRoute]:
+    """``/health``, the OAuth protected-resource metadata when tokens come from an issuer, and the REST facade
+    when enabled."""
+    from gateway.oauth_metadata import protected_resource_routes
+
+    auth = auth or describe_auth(runtime)
     routes: list[BaseRoute] = [Route("/health", _health(runtime), methods=["GET"])]
-    cfg = runtime.loaded.config
-    if cfg.transport.rest:
+    routes += protected_resource_routes(runtime, auth)
+    if runtime.loaded.config.transport.rest:
         from gateway.rest import rest_routes
 
-        routes += rest_routes(runtime)
+        routes += rest_routes(runtime, auth)
     return routes
+
+
+def _check_origins(source: str, origins: list[str]) -> None:
+    """Each allowed origin is ``scheme://host[:port]`` exactly as browsers send it (``:*`` for any port)."""
+    for origin in origins:
+        parts = urlsplit(origin)
+        if (
+            origin in ("*", "null")
+            or parts.scheme not in ("http", "https")
+            or not parts.netloc
+            or origin != (f"{parts.scheme}://{parts.netloc}")
+        ):
+            raise ConfigError(
+                f"{source}: 'transport.allowed_origins': {origin!r} is not an origin; write scheme://host[:port] "
+                f"(no path, no trailing slash). '*' and 'null' are refused: they would let any web page call the "
+                f"gateway"
+            )
 
 
 def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
@@ -208,26 +156,32 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
             f"{runtime.loaded.source}: 'transport.host' is {host!r} (not loopback) but 'providers.auth' is "
             f"'none': configure api_key or jwt, or set transport.allow_unauthenticated_remote = true"
         )
+    _check_origins(runtime.loaded.source, t.allowed_origins)
+    auth = describe_auth(runtime)
+    hosts = allowed_hosts(t.allowed_hosts, host)
+    origins = allowed_origins(t.allowed_origins)
     app: ASGIApp = mcp_adapter.http_app(
         runtime,
         path=t.path,
         host=host,
-        allowed_hosts=t.allowed_hosts,
-        allowed_origins=t.allowed_origins,
+        allowed_hosts=hosts,
+        allowed_origins=origins,
         max_body_bytes=t.max_body_bytes,
         json_response=t.json_response,
-        routes=extra_routes(runtime),
+        routes=extra_routes(runtime, auth),
     )
-    app = AuthMiddleware(app, runtime)
+    app = SecurityMiddleware(app, runtime, auth, hosts=hosts, origins=origins)
     app = BodyLimitMiddleware(app, t.max_body_bytes)
     if t.allowed_origins:
-        app = CORSMiddleware(
+        cors = CORSMiddleware(
             app,
             allow_origins=t.allowed_origins,
             allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-            allow_headers=["Authorization", "X-API-Key", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
-            expose_headers=["Mcp-Session-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"],
+            allow_headers=["*"],  # Authorization, X-API-Key, Mcp-* (Mcp-Param-* names vary per tool)
+            expose_headers=CORS_EXPOSED_HEADERS,
+            max_age=600,
         )
+        app = _PublicBypass(cors, app)
     return app
 
 

@@ -1,8 +1,12 @@
-"""The HTTP error envelope of the Context Engine spec, shared by the auth middleware and the REST facade:
+"""The HTTP error envelope of the Context Engine spec, shared by the security middleware and the REST facade:
 ``{"error": {"code", "message", "detail", "correlation_id", "retryable"}}`` (+ ``retry_after`` on 429).
 
 ``code`` is the spec's category for the HTTP status (``VALIDATION_ERROR``, ``AUTHENTICATION_ERROR``...); the
 tool-level code (``sanitization_failed``, ``rate_limit_exceeded``...) and its details go in ``detail``.
+
+A refused POST to the MCP endpoint whose body is a JSON-RPC message is answered in JSON-RPC instead (the MCP
+transport allows an error response at a non-2xx status, and SDK clients surface its message): the same status,
+``{"jsonrpc": "2.0", "id": <the request's id>, "error": {"code": <int>, "message", "data": <the envelope's error>}}``.
 """
 
 from __future__ import annotations
@@ -23,11 +27,53 @@ STATUS_CODES = {
     409: "CONFLICT_ERROR",
     413: "PAYLOAD_TOO_LARGE",
     415: "UNSUPPORTED_MEDIA_TYPE",
+    421: "MISDIRECTED_REQUEST",
     422: "UNPROCESSABLE_ERROR",
     429: "RATE_LIMIT_ERROR",
     500: "INTERNAL_ERROR",
     503: "SERVICE_UNAVAILABLE",
 }
+
+JSONRPC_INVALID_REQUEST = -32600
+JSONRPC_INTERNAL_ERROR = -32603
+JSONRPC_UNAUTHENTICATED = -32011
+"""Implementation-defined server error (JSON-RPC reserves -32000..-32099): credentials missing or refused (401)."""
+JSONRPC_FORBIDDEN = -32013
+"""Implementation-defined server error: the caller may not do this (403: a scope, or a forbidden Origin)."""
+
+_JSONRPC_CODES = {
+    400: JSONRPC_INVALID_REQUEST,
+    401: JSONRPC_UNAUTHENTICATED,
+    403: JSONRPC_FORBIDDEN,
+    413: JSONRPC_INVALID_REQUEST,
+    415: JSONRPC_INVALID_REQUEST,
+    421: JSONRPC_INVALID_REQUEST,
+}
+
+NO_ID: Any = object()
+"""Marks "not a JSON-RPC request": the refusal is rendered as the envelope."""
+
+
+def error_body(
+    status: int,
+    message: str,
+    *,
+    detail: Any = None,
+    correlation_id: str | None = None,
+    retryable: bool | None = None,
+    retry_after: float | None = None,
+) -> dict[str, Any]:
+    """The envelope's inner ``error`` object."""
+    error: dict[str, Any] = {
+        "code": STATUS_CODES.get(status, "INTERNAL_ERROR"),
+        "message": message,
+        "detail": detail,
+        "correlation_id": correlation_id or uuid.uuid4().hex,
+        "retryable": status in (429, 503) if retryable is None else retryable,
+    }
+    if retry_after is not None:
+        error["retry_after"] = retry_after
+    return error
 
 
 def error_envelope(
@@ -39,30 +85,46 @@ def error_envelope(
     retryable: bool | None = None,
     retry_after: float | None = None,
     headers: Mapping[str, str] | None = None,
+    rpc_id: Any = NO_ID,
 ) -> JSONResponse:
-    error: dict[str, Any] = {
-        "code": STATUS_CODES.get(status, "INTERNAL_ERROR"),
-        "message": message,
-        "detail": detail,
-        "correlation_id": correlation_id or uuid.uuid4().hex,
-        "retryable": status in (429, 503) if retryable is None else retryable,
-    }
+    """The error response for ``status``: the envelope, or a JSON-RPC error carrying it when ``rpc_id`` is given
+    (a JSON-RPC request's id, ``None`` included)."""
+    error = error_body(
+        status, message, detail=detail, correlation_id=correlation_id, retryable=retryable, retry_after=retry_after
+    )
     out_headers = dict(headers or {})
     out_headers["X-Correlation-ID"] = error["correlation_id"]
     if retry_after is not None:
-        error["retry_after"] = retry_after
         out_headers["Retry-After"] = str(max(1, round(retry_after)))
-    return JSONResponse({"error": error}, status_code=status, headers=out_headers)
+    if rpc_id is NO_ID:
+        body: dict[str, Any] = {"error": error}
+    else:
+        code = _JSONRPC_CODES.get(status, JSONRPC_INTERNAL_ERROR)
+        body = {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": code, "message": message, "data": error}}
+    return JSONResponse(body, status_code=status, headers=out_headers)
 
 
-def tool_error_response(err: ToolError, correlation_id: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+def tool_error_detail(err: ToolError) -> dict[str, Any]:
+    """The envelope's ``detail`` for a :class:`ToolError`: its own code, then its details."""
+    return {"code": err.code, **err.details}
+
+
+def tool_error_response(
+    err: ToolError,
+    correlation_id: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    rpc_id: Any = NO_ID,
+) -> JSONResponse:
+    """``err`` at its HTTP status; a 429 carries ``retry_after`` (body) and ``Retry-After`` (header)."""
     retry_after = err.details.get("retry_after") if err.http_status == 429 else None
     return error_envelope(
         err.http_status,
         err.message,
-        detail={"code": err.code, **err.details},
+        detail=tool_error_detail(err),
         correlation_id=correlation_id,
         retryable=err.retryable,
         retry_after=float(retry_after) if isinstance(retry_after, int | float) else None,
         headers=headers,
+        rpc_id=rpc_id,
     )

@@ -59,6 +59,10 @@ class ProviderHub:
         log.debug("provider built", kind=kind, name=name, plugin=reg.plugin)
         return provider
 
+    def built(self, kind: str) -> list[str]:
+        """Names of the providers of ``kind`` built so far (the ones a deployment actually uses)."""
+        return [name for built_kind, name in self._built if built_kind == kind]
+
     def embeddings(self) -> Any:
         """The embedder chain of ``[providers] embedder``; unavailable embedders are skipped."""
         if self._embeddings is None:

@@ -1,5 +1,10 @@
-"""The REST facade at ``/api/v1``: every tool as ``POST /api/v1/tools/{name}``, plus an OpenAPI 3.1 document
-generated from the same pydantic models that give MCP its schemas."""
+"""The REST facade at ``/api/v1``: every tool as ``POST /api/v1/tools/{name}``, the caller's tools at
+``GET /api/v1/tools``, and an OpenAPI 3.1 document generated from the same pydantic models that give MCP its
+schemas, with the security schemes the configured authenticator accepts.
+
+Every route sits behind :class:`gateway.http_security.SecurityMiddleware`; the caller's principal is on
+``request.state``. Errors use the envelope of :mod:`gateway.http_errors`.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +20,11 @@ from starlette.routing import BaseRoute, Route
 
 from gateway import __version__
 from gateway.api.context import Principal
+from gateway.api.errors import ToolError
 from gateway.api.rate_limits import RateDecision
+from gateway.http_auth import HttpAuth
 from gateway.http_errors import STATUS_CODES, error_envelope, tool_error_response
+from gateway.http_security import scope_refusal
 from gateway.runtime import GatewayRuntime, UnknownTool
 
 PREFIX = "/api/v1"
@@ -38,7 +46,16 @@ def _rate_headers(state: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def rest_routes(runtime: GatewayRuntime) -> list[BaseRoute]:
+def _is_json(content_type: str | None) -> bool:
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def rest_routes(runtime: GatewayRuntime, auth: HttpAuth) -> list[BaseRoute]:
+    def challenge(err: ToolError) -> dict[str, str]:
+        value = auth.authenticator.challenge(err) if auth.authenticator is not None else None
+        return {"WWW-Authenticate": value} if value else {}
+
     async def list_tools(request: Request) -> JSONResponse:
         principal = _principal(runtime, request)
         return JSONResponse(
@@ -58,29 +75,36 @@ def rest_routes(runtime: GatewayRuntime) -> list[BaseRoute]:
 
     async def call_tool(request: Request) -> Response:
         name = request.path_params["name"]
-        context = runtime.new_context(
-            principal=_principal(runtime, request), transport="rest", headers=dict(request.headers)
-        )
+        principal = _principal(runtime, request)
+        context = runtime.new_context(principal=principal, transport="rest", headers=dict(request.headers))
+        cid = context.correlation_id
         if name not in runtime.tools:
-            return error_envelope(404, f"no tool named {name!r}", correlation_id=context.correlation_id)
+            return error_envelope(404, f"no tool named {name!r}", correlation_id=cid)
+        denied = scope_refusal(runtime, name, principal)
+        if denied is not None:
+            return tool_error_response(denied, cid, challenge(denied))
         raw = await request.body()
+        if raw.strip() and not _is_json(request.headers.get("content-type")):
+            return error_envelope(415, "the body must be sent as application/json", correlation_id=cid)
         try:
             arguments = json.loads(raw) if raw.strip() else {}
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return error_envelope(400, f"the body is not valid JSON: {exc}", correlation_id=context.correlation_id)
+            return error_envelope(400, f"the body is not valid JSON: {exc}", correlation_id=cid)
         if not isinstance(arguments, dict):
-            return error_envelope(400, "the body must be a JSON object", correlation_id=context.correlation_id)
+            return error_envelope(400, "the body must be a JSON object", correlation_id=cid)
         try:
             outcome = await runtime.call_tool(name, arguments, context)
         except UnknownTool:
-            return error_envelope(404, f"no tool named {name!r}", correlation_id=context.correlation_id)
-        headers = {"X-Correlation-ID": context.correlation_id, **_rate_headers(context.state)}
+            return error_envelope(404, f"no tool named {name!r}", correlation_id=cid)
+        headers = {"X-Correlation-ID": cid, **_rate_headers(context.state)}
         if outcome.error is not None:
-            return tool_error_response(outcome.error, context.correlation_id, headers)
+            if outcome.error.http_status == 403:
+                headers.update(challenge(outcome.error))
+            return tool_error_response(outcome.error, cid, headers)
         return JSONResponse(outcome.body, headers=headers)
 
     async def openapi(request: Request) -> JSONResponse:
-        return JSONResponse(openapi_document(runtime))
+        return JSONResponse(openapi_document(runtime, auth, _principal(runtime, request)))
 
     return [
         Route(f"{PREFIX}/tools", list_tools, methods=["GET"]),
@@ -102,15 +126,54 @@ class ErrorEnvelope(BaseModel):
     error: ErrorBody
 
 
-def openapi_document(runtime: GatewayRuntime) -> dict[str, Any]:
-    """OpenAPI 3.1 for every served tool, schemas from the tools' own models."""
+def security_schemes(auth: HttpAuth) -> dict[str, dict[str, Any]]:
+    """OpenAPI security schemes for the challenges the authenticator sends (none when auth is off)."""
+    schemes: dict[str, dict[str, Any]] = {}
+    for challenge in auth.challenges:
+        scheme = challenge.scheme.lower()
+        if scheme == "bearer":
+            schemes["bearer"] = {"type": "http", "scheme": "bearer"}
+            if auth.issuers:
+                schemes["bearer"]["bearerFormat"] = "JWT"
+                schemes["bearer"]["description"] = "An access token from " + ", ".join(auth.issuers)
+        elif scheme == "apikey" and challenge.params.get("header"):
+            schemes["apiKey"] = {"type": "apiKey", "in": "header", "name": challenge.params["header"]}
+        else:
+            schemes[scheme] = {"type": "http", "scheme": scheme}
+    return schemes
+
+
+def _responses(statuses: tuple[int, ...], error_response: dict[str, Any], secured: bool) -> dict[str, Any]:
+    challenge = {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "How to authenticate"}}
+    responses: dict[str, Any] = {}
+    for status in statuses:
+        if status in (401, 403) and not secured:
+            continue
+        response = {"description": STATUS_CODES[status], **error_response}
+        if status in (401, 403):
+            response["headers"] = challenge
+        if status == 429:
+            response["headers"] = {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait"}}
+        responses[str(status)] = response
+    return responses
+
+
+def openapi_document(
+    runtime: GatewayRuntime, auth: HttpAuth | None = None, principal: Principal | None = None
+) -> dict[str, Any]:
+    """OpenAPI 3.1 for the tools ``principal`` may call (all when None), schemas from the tools' own models.
+
+    Each operation lists the configured security schemes with the scope the tool needs (OpenAPI 3.1 allows
+    role names for non-OAuth schemes) and ``x-required-scope``.
+    """
+    auth = auth or HttpAuth(None)
+    served_tools = runtime.visible_tools(principal) if principal is not None else list(runtime.tools.values())
+    schemes = security_schemes(auth)
     models: list[tuple[type[BaseModel], Any]] = [(ErrorEnvelope, "serialization")]
-    for served in runtime.tools.values():
+    for served in served_tools:
         models += [(served.tool.input_model, "validation"), (served.tool.output_model, "serialization")]
     refs, schema = models_json_schema(models, ref_template="#/components/schemas/{model}")
-    components = schema.get("$defs", {})
-    error_ref = refs[(ErrorEnvelope, "serialization")]
-    error_response = {"content": {"application/json": {"schema": error_ref}}}
+    error_response = {"content": {"application/json": {"schema": refs[(ErrorEnvelope, "serialization")]}}}
     rate_headers = {
         name: {"schema": {"type": "integer"}, "description": description}
         for name, description in (
@@ -134,41 +197,39 @@ def openapi_document(runtime: GatewayRuntime) -> dict[str, Any]:
                 "summary": "The tools the caller may call",
                 "responses": {
                     "200": {"description": "Tools with their schemas"},
-                    "401": {"description": "Unauthenticated", **error_response},
+                    **_responses((401,), error_response, bool(schemes)),
                 },
             }
         },
     }
-    for name, served in runtime.tools.items():
+    for served in served_tools:
         tool = served.tool
         responses: dict[str, Any] = {
             "200": {
                 "description": "The tool's result",
                 "headers": rate_headers,
                 "content": {"application/json": {"schema": refs[(tool.output_model, "serialization")]}},
-            }
+            },
+            **_responses((400, 401, 403, 404, 413, 415, 422, 429, 500, 503), error_response, bool(schemes)),
         }
-        for status in (400, 401, 403, 404, 413, 422, 429, 500, 503):
-            responses[str(status)] = {"description": STATUS_CODES[status], **error_response}
-        paths[f"{PREFIX}/tools/{name}"] = {
-            "post": {
-                "operationId": name,
-                "summary": (tool.description or name).strip().splitlines()[0],
-                "description": tool.description,
-                "tags": [served.pack],
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": refs[(tool.input_model, "validation")]}},
-                },
-                "responses": responses,
-                **({"x-required-scope": tool.scope} if tool.scope else {}),
-            }
+        operation: dict[str, Any] = {
+            "operationId": served.name,
+            "summary": (tool.description or served.name).strip().splitlines()[0],
+            "description": tool.description,
+            "tags": [served.pack],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": refs[(tool.input_model, "validation")]}},
+            },
+            "responses": responses,
         }
-    security_schemes = {
-        "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
-        "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
-    }
-    return {
+        if tool.scope:
+            operation["x-required-scope"] = tool.scope
+            if schemes:
+                operation["security"] = [{name: [tool.scope]} for name in schemes]
+        paths[f"{PREFIX}/tools/{served.name}"] = {"post": operation}
+    components: dict[str, Any] = {"schemas": schema.get("$defs", {})}
+    document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
             "title": f"{runtime.name} REST facade",
@@ -176,6 +237,12 @@ def openapi_document(runtime: GatewayRuntime) -> dict[str, Any]:
             "description": f"Generated {datetime.now(UTC).date().isoformat()} from the tools' pydantic models.",
         },
         "paths": paths,
-        "components": {"schemas": components, "securitySchemes": security_schemes},
-        "security": [{"bearer": []}, {"apiKey": []}, {}],
+        "components": components,
     }
+    public_url = runtime.loaded.config.transport.public_url
+    if public_url:
+        document["servers"] = [{"url": public_url.rstrip("/")}]
+    if schemes:
+        components["securitySchemes"] = schemes
+        document["security"] = [{name: []} for name in schemes]
+    return document

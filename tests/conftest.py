@@ -3,7 +3,10 @@ themselves live in tests/fakes and are loaded as plugins for every test."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
+import structlog
 
 pytest_plugins = ["tests.fakes.gemini", "tests.fakes.postgres"]
 
@@ -11,3 +14,14 @@ pytest_plugins = ["tests.fakes.gemini", "tests.fakes.postgres"]
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_logging():
+    """Logging is process-global: undo whatever configuration a test (or the CLI it drove) left behind."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    structlog.reset_defaults()
+    root.handlers[:] = handlers
+    root.setLevel(level)

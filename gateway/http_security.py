@@ -1,0 +1,289 @@
+"""The request checks in front of MCP and the REST facade: Host and Origin, credentials, and tool scopes.
+
+For every path but ``/health`` and ``/.well-known/...`` (public by design), in this order:
+
+1. ``Host`` must be a loopback name, the bound address, or in ``transport.allowed_hosts`` (DNS-rebinding
+   protection; 421 otherwise), and ``Origin``, when sent, a loopback origin or in ``transport.allowed_origins``
+   (403 otherwise). The SDK runs the same checks, with the same lists, on the MCP endpoint.
+2. Credentials come from headers only: a query string naming a credential parameter is refused (401).
+3. The configured authenticator turns the headers into a :class:`gateway.api.Principal` (401 when it refuses),
+   stored at ``scope["state"]["principal"]`` for the MCP adapter and the REST facade.
+4. A ``tools/call`` over MCP for a tool whose scope the principal lacks is refused with 403 and an
+   ``insufficient_scope`` challenge (the MCP authorization spec), before the SDK sees it.
+5. The credential headers are then removed from the request: neither the SDK nor any tool, interceptor or log
+   line downstream ever sees a key or token.
+6. A legacy MCP session (``Mcp-Session-Id``) is bound to the principal that opened it: another principal
+   presenting its id is refused (403), as the MCP security best practices advise against session hijacking.
+
+Refusals carry the error envelope, or a JSON-RPC error around it for a JSON-RPC request (see
+:mod:`gateway.http_errors`), and the authenticator's ``WWW-Authenticate`` challenge on 401 and 403.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import parse_qsl
+
+import structlog
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway.api.context import Principal
+from gateway.api.errors import Forbidden, InternalError, ToolError, Unauthenticated
+from gateway.http_auth import HttpAuth
+from gateway.http_errors import NO_ID, error_envelope, tool_error_detail
+from gateway.runtime import GatewayRuntime
+
+log = structlog.get_logger(__name__)
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "127.0.0.1:*", "localhost:*", "[::1]:*")
+LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+QUERY_CREDENTIALS = frozenset(
+    {"access_token", "id_token", "api_key", "apikey", "x-api-key", "x_api_key", "token", "key", "authorization", "jwt"}
+)
+"""Query parameters refused outright: a credential in a URL ends up in logs, proxies and browser history."""
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie"})
+"""Removed once the request is admitted (with any header an ``ApiKey`` challenge names)."""
+
+
+def is_public(path: str) -> bool:
+    """Paths served to anyone: the liveness probe and the ``/.well-known/`` documents."""
+    return path == "/health" or path.startswith("/.well-known/")
+
+
+def allowed_hosts(configured: Sequence[str], bind_host: str) -> list[str]:
+    """``Host`` values accepted: loopback names, the bound address (unless a wildcard), and ``configured``."""
+    hosts = list(LOOPBACK_HOSTS)
+    if bind_host not in ("", "0.0.0.0", "::"):
+        name = f"[{bind_host}]" if ":" in bind_host and not bind_host.startswith("[") else bind_host
+        hosts += [name, f"{name}:*"]
+    return list(dict.fromkeys([*hosts, *configured]))
+
+
+def allowed_origins(configured: Sequence[str]) -> list[str]:
+    """``Origin`` values accepted (besides none at all): loopback origins and ``configured``."""
+    return list(dict.fromkeys([*LOOPBACK_ORIGINS, *configured]))
+
+
+def matches(value: str, patterns: Sequence[str]) -> bool:
+    """Exact (case-insensitive) match, or ``base:*`` matching ``base:<port>``."""
+    value = value.lower()
+    for pattern in patterns:
+        pattern = pattern.lower()
+        if value == pattern:
+            return True
+        if pattern.endswith(":*"):
+            base, _, port = value.rpartition(":")
+            if base == pattern[:-2] and port.isdigit():
+                return True
+    return False
+
+
+def scope_refusal(runtime: GatewayRuntime, tool_name: str, principal: Principal) -> Forbidden | None:
+    """The refusal for calling ``tool_name`` without its scope, or None (also for unknown tools)."""
+    served = runtime.tools.get(tool_name)
+    if served is None or principal.allows(served.tool.scope):
+        return None
+    return Forbidden(
+        f"the caller lacks the scope {served.tool.scope!r} required by {tool_name}",
+        details={"scope": served.tool.scope},
+    )
+
+
+class SessionOwners:
+    """Which principal opened each MCP session (a bounded map: the oldest entries go first)."""
+
+    def __init__(self, capacity: int = 20_000) -> None:
+        self.capacity = capacity
+        self._owners: OrderedDict[str, str] = OrderedDict()
+
+    def bind(self, session_id: str, owner: str) -> None:
+        self._owners[session_id] = owner
+        self._owners.move_to_end(session_id)
+        while len(self._owners) > self.capacity:
+            self._owners.popitem(last=False)
+
+    def owner(self, session_id: str) -> str | None:
+        owner = self._owners.get(session_id)
+        if owner is not None:
+            self._owners.move_to_end(session_id)  # least recently used goes first, never a live session
+        return owner
+
+    def forget(self, session_id: str) -> None:
+        self._owners.pop(session_id, None)
+
+
+class SecurityMiddleware:
+    """Host/Origin checks, header-only credentials, authentication and MCP tool scopes (see the module doc)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        runtime: GatewayRuntime,
+        auth: HttpAuth,
+        *,
+        hosts: Sequence[str],
+        origins: Sequence[str],
+    ) -> None:
+        self.app = app
+        self.runtime = runtime
+        self.auth = auth
+        self.hosts = list(hosts)
+        self.origins = list(origins)
+        self.mcp_path = runtime.loaded.config.transport.path
+        self.sessions = SessionOwners()
+        named = {c.params["header"] for c in auth.challenges if "header" in c.params}
+        self.secret_headers = {name.lower().encode("latin-1") for name in CREDENTIAL_HEADERS | named}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or is_public(path) or scope.get("method") == "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        message: Any = None
+        rpc_id: Any = NO_ID
+        if path == self.mcp_path and scope.get("method") == "POST":
+            body = await _read_body(receive)
+            receive = _replay(body, receive)
+            message, rpc_id = _json_rpc(body)
+        headers = Headers(scope=scope)
+        try:
+            principal = await self._admit(scope, headers, message)
+        except ToolError as err:
+            await self._refuse(err, rpc_id, scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() not in self.secret_headers]
+        if path == self.mcp_path and self.auth.enabled:
+            send = self._track_session(scope, headers.get("mcp-session-id"), principal, send)
+        await self.app(scope, receive, send)
+
+    def _track_session(self, scope: Scope, session_id: str | None, principal: Principal, send: Send) -> Send:
+        """Bind a session the SDK opens in this response to ``principal``; forget one it ends."""
+        method = scope.get("method")
+
+        async def tracking_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status = message.get("status", 500)
+                opened = Headers(raw=message.get("headers", [])).get("mcp-session-id")
+                if opened and session_id is None and status < 300:
+                    self.sessions.bind(opened, principal.key)
+                if session_id is not None and method == "DELETE" and status < 300:
+                    self.sessions.forget(session_id)
+            await send(message)
+
+        return tracking_send
+
+    async def _admit(self, scope: Scope, headers: Headers, message: Any) -> Principal:
+        host = headers.get("host", "")
+        if not matches(host, self.hosts):
+            raise ToolError(
+                f"the Host header {host!r} is not served here (add it to transport.allowed_hosts)",
+                code="misdirected_request",
+                http_status=421,
+                details={"reason": "host"},
+            )
+        origin = headers.get("origin")
+        if origin is not None and not matches(origin, self.origins):
+            raise Forbidden(
+                f"requests from the origin {origin!r} are not allowed (transport.allowed_origins)",
+                details={"reason": "origin"},
+            )
+        query = {name.lower() for name, _ in parse_qsl(scope.get("query_string", b"").decode("latin-1"), True)}
+        if query & QUERY_CREDENTIALS:
+            raise Unauthenticated(
+                "credentials are accepted only in headers, never in the query string",
+                details={"reason": "query_string"},
+            )
+        principal = await self._authenticate(headers)
+        session_id = headers.get("mcp-session-id")
+        owner = self.sessions.owner(session_id) if session_id and scope.get("path") == self.mcp_path else None
+        if owner is not None and owner != principal.key:
+            raise Forbidden("this MCP session belongs to another caller", details={"reason": "session"})
+        for item in message if isinstance(message, list) else [message]:
+            if isinstance(item, dict) and item.get("method") == "tools/call":
+                params = item.get("params")
+                name = params.get("name") if isinstance(params, dict) else None
+                denied = scope_refusal(self.runtime, name, principal) if isinstance(name, str) else None
+                if denied is not None:
+                    raise denied
+        return principal
+
+    async def _authenticate(self, headers: Headers) -> Principal:
+        authenticator = self.auth.authenticator
+        if authenticator is None:
+            assert self.runtime.default_principal is not None
+            return self.runtime.default_principal
+        try:
+            return await authenticator.authenticate(headers)
+        except ToolError:
+            raise
+        except Exception as exc:  # an authenticator bug: fail closed, with a trace for operators
+            err = InternalError("authentication failed unexpectedly; the server log has the details")
+            log.exception("authenticator failed", authenticator=getattr(authenticator, "name", "?"))
+            raise err from exc
+
+    async def _refuse(self, err: ToolError, rpc_id: Any, scope: Scope, receive: Receive, send: Send) -> None:
+        headers: dict[str, str] = {}
+        authenticator = self.auth.authenticator
+        if authenticator is not None and (err.http_status == 401 or "scope" in err.details):
+            challenge = authenticator.challenge(err)
+            if challenge:
+                headers["WWW-Authenticate"] = challenge
+        response = error_envelope(
+            err.http_status,
+            err.message,
+            detail=tool_error_detail(err),
+            retryable=err.retryable,
+            headers=headers,
+            rpc_id=rpc_id,
+        )
+        log.info(
+            "request refused",
+            status=err.http_status,
+            code=err.code,
+            reason=err.details.get("reason"),
+            path=scope.get("path"),
+            correlation_id=response.headers["X-Correlation-ID"],
+        )
+        await response(scope, receive, send)
+
+
+def _json_rpc(body: bytes) -> tuple[Any, Any]:
+    """The parsed message (None when not JSON) and the id to answer with (``NO_ID`` when not one request)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None, NO_ID  # the SDK answers malformed JSON-RPC itself
+    if isinstance(message, dict) and message.get("jsonrpc") == "2.0" and isinstance(message.get("method"), str):
+        rpc_id = message.get("id")
+        return message, rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
+    return message, NO_ID
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
