@@ -81,7 +81,7 @@ from gateway.api.tools import (
     ToolCall,
     ToolPack,
 )
-from gateway.api.vectors import Filter, ScoredPoint, VectorPoint, VectorStore
+from gateway.api.vectors import FieldType, Filter, ScoredPoint, VectorPoint, VectorStore
 
 __all__ = [
     "AUTH",
@@ -105,6 +105,7 @@ __all__ = [
     "Embedder",
     "EmbeddingService",
     "FieldKind",
+    "FieldType",
     "Filter",
     "Finding",
     "Forbidden",
