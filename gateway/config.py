@@ -78,6 +78,8 @@ class ProvidersSection(_Section):
     """Ordered embedder chain; unavailable ones (no key) are skipped, the last one is the always-on fallback."""
     embedder_retry_seconds: float = Field(30.0, ge=0)
     """After an embedder fails, skip it for this long before trying it again."""
+    embedder_query_deadline_seconds: float = Field(5.0, gt=0)
+    """A search waits this long for an embedder before the chain falls back to the next one."""
     vector_store: str = "qdrant-edge"
     store: str = "sqlite"
     rate_limiter: str = "sqlite"

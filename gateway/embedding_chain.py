@@ -52,7 +52,7 @@ class EmbedderChain:
     """An ordered chain of embedders with fallback and a per-link circuit breaker.
 
     ``entries`` come in chain order as ``(provider name, embedder or ProviderUnavailable)`` — the host passes
-    the exception a factory raised, so a link without a key is simply left out (logged once here). The chain
+    the exception a factory raised, so a link without a key is simply left out (the host logs why). The chain
     does not own the embedders: the host closes them with the other providers.
 
     Raises :class:`ConfigError` for an empty chain or a repeated name or id, and :class:`ServiceUnavailable`
@@ -64,6 +64,7 @@ class EmbedderChain:
         entries: Sequence[ChainEntry],
         *,
         retry_after_seconds: float = DEFAULT_RETRY_AFTER_SECONDS,
+        query_deadline_seconds: float | None = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not entries:
@@ -89,6 +90,7 @@ class EmbedderChain:
         if len(set(ids)) != len(ids):
             raise ConfigError(f"[providers] embedder: two links produce the same vectors ({ids})")
         self._cooldown = retry_after_seconds
+        self._query_deadline = query_deadline_seconds
         self._clock = clock
 
     @property
@@ -155,9 +157,16 @@ class EmbedderChain:
             reason = f"circuit open for {link.open_until - now:.1f}s more after a failure"
             log.info("embedder.skipped", embedder=embedder.id, task=task, reason=reason)
             raise _Skipped(reason)
+        # A query waits for an earlier link at most this long (its own retries included), then falls back.
+        deadline = self._query_deadline if task == "query" and not is_fallback else None
         try:
-            vectors = await embedder.embed(texts, task=task)
+            with anyio.fail_after(deadline):
+                vectors = await embedder.embed(texts, task=task)
             self._check(embedder, texts, vectors)
+        except TimeoutError:
+            reason = f"no answer within the query deadline of {deadline}s"
+            self._trip(link, task, reason, is_fallback)
+            raise _Skipped(reason) from None
         except ProviderUnavailable as exc:
             self._trip(link, task, exc.reason, is_fallback)
             raise _Skipped(exc.reason) from exc

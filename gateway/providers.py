@@ -75,8 +75,11 @@ class ProviderHub:
                 except ProviderUnavailable as exc:
                     log.info("embedder skipped", embedder=name, reason=exc.reason)
                     members.append((name, exc))
+            cfg = self._loaded.config.providers
             self._embeddings = EmbedderChain(
-                members, retry_after_seconds=self._loaded.config.providers.embedder_retry_seconds
+                members,
+                retry_after_seconds=cfg.embedder_retry_seconds,
+                query_deadline_seconds=cfg.embedder_query_deadline_seconds,
             )
         return self._embeddings
 

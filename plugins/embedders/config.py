@@ -1,0 +1,44 @@
+"""Configuration models of the built-in embedders (light: importing them loads no model or SDK)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gateway.api import Secret
+
+GEMINI_MAX_BATCH = 100
+"""``batchEmbedContents`` accepts at most 100 requests."""
+
+
+class LocalEmbedderConfig(BaseModel):
+    """``[plugins.embedder.local]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_length: int = Field(256, ge=8, le=512, description="Tokens per input, [CLS]/[SEP] included; longer is cut.")
+    threads: int | None = Field(None, ge=1, le=256, description="onnxruntime intra-op threads (default: all cores).")
+    batch_size: int = Field(32, ge=1, le=1024, description="Texts per forward pass.")
+
+
+class GeminiEmbedderConfig(BaseModel):
+    """``[plugins.embedder.gemini]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api_key: Secret = Field(None, description='The Gemini API key, written { env = "GEMINI_API_KEY" }.')
+    model: str = Field("gemini-embedding-001", min_length=1)
+    output_dimensionality: int = Field(3072, ge=1, le=3072)
+    base_url: str | None = Field(None, description="Another endpoint for the Gemini REST API (proxies, tests).")
+    timeout_seconds: float = Field(10.0, gt=0, le=600, description="Hard limit on one request.")
+    max_retries: int = Field(3, ge=0, le=10, description="Retries after the first attempt (429, 5xx, timeouts).")
+    batch_size: int = Field(GEMINI_MAX_BATCH, ge=1, le=GEMINI_MAX_BATCH)
+    max_input_chars: int = Field(6000, ge=1, description="Longer texts are cut (the model reads 2048 tokens).")
+    retry_initial_backoff_seconds: float = Field(0.5, ge=0)
+    retry_max_backoff_seconds: float = Field(8.0, ge=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("base_url must be an http:// or https:// URL")
+        return value

