@@ -131,7 +131,7 @@ class RateLimitInterceptor(Interceptor):
         return [rule for rule, _ in self._by_tool.get(tool, [])]
 
     async def __call__(self, call: ToolCall, call_next: CallNext) -> BaseModel:
-        rules = self._by_tool.get(call.tool.name)
+        rules = self._by_tool.get(call.context.tool_name)  # the served name (with any pack prefix)
         if not rules:
             return await call_next(call)
         key = call.context.principal.key
@@ -158,9 +158,9 @@ class RateLimitInterceptor(Interceptor):
         retry_after = math.ceil(decision.retry_after or 0)
         reset_at = iso_utc(decision.reset_at)
         per = "per day (UTC)" if rule.kind == "daily" else f"per {rule.period_seconds:g} s"
-        log.info("rate limit exceeded", rule=rule.name, tool=call.tool.name, retry_after=retry_after)
+        log.info("rate limit exceeded", rule=rule.name, tool=call.context.tool_name, retry_after=retry_after)
         raise RateLimitExceeded(
-            f"rate limit exceeded for {call.tool.name}: {decision.limit} calls {per} (rule {rule.name}); "
+            f"rate limit exceeded for {call.context.tool_name}: {decision.limit} calls {per} (rule {rule.name}); "
             f"retry after {retry_after} s",
             details={
                 "limit": decision.limit,

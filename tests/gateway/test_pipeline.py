@@ -74,3 +74,18 @@ async def test_scope_is_enforced_before_the_pipeline(tmp_path, sample):
     assert "echo_admin" not in visible and "echo_echo" in visible
     assert outcome.is_error and outcome.body["error"]["code"] == "forbidden"
     assert sample.trace == []
+
+
+async def test_rate_limit_rules_name_served_tools_including_a_pack_prefix(tmp_path, sample):
+    config = sample_config(
+        tmp_path,
+        packs={"enabled": ["echo"], "prefix": {"echo": "team_"}},
+        providers={"rate_limiter": "memory"},
+        pipeline={"interceptors": [{"name": "rate_limit"}]},
+        plugins={"interceptor": {"rate_limit": {"rules": [{"name": "r", "tools": ["team_echo_echo"], "limit": 1}]}}},
+    )
+    async with running_gateway(config, extra_plugins=[("sample", sample)]) as client:
+        first = await client.call_tool("team_echo_echo", {"text": "x"})
+        second = await client.call_tool("team_echo_echo", {"text": "x"})
+    assert not first.is_error
+    assert json.loads(second.content[0].text)["error"]["code"] == "rate_limit_exceeded"

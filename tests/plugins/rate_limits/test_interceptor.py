@@ -64,7 +64,9 @@ def _gim_config() -> RateLimitConfig:
 
 
 def _call(tool: str, subject: str = "alice", tenant: str | None = None) -> ToolCall:
-    context = CallContext(correlation_id="c", principal=Principal(subject, tenant=tenant), transport="memory")
+    context = CallContext(
+        correlation_id="c", principal=Principal(subject, tenant=tenant), transport="memory", tool_name=tool
+    )
     return ToolCall(tool=TOOLS[tool][1], pack="gim", arguments=Args(), raw_arguments={}, context=context)
 
 
