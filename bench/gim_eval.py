@@ -1,0 +1,354 @@
+"""GIM retrieval and duplicate-detection benchmark on real error reports (``/work/shared/eval`` layout).
+
+Follows the protocol of the evaluation set's README exactly, through a REAL MCP client over stdio: for each
+strategy it starts ``python -m gateway serve --config <tmp>/config.toml`` on an empty data dir (the default
+deployment: local MiniLM embedder, Qdrant Edge, SQLite, patterns + contextual sanitizers, the rate_limit
+interceptor with a quota large enough for the benchmark) and drives it with ``mcp.Client``:
+
+0. distractors submitted; 1. one report per cluster indexed; 2. every other report and extra query searched
+(recall@1, recall@5, MRR); 3. the other reports submitted with paraphrased root causes (share merged into the
+cluster's master); 4. hard-negative pairs submitted (share of false merges).
+
+Strategies: ``hybrid`` (this pack), ``baseline`` (the public GIM algorithm: ``[plugins.gim] strategy =
+"baseline"``), and plain BM25 over the error text (rank-bm25, in-process; retrieval only). A strategy may carry
+``[plugins.gim]`` overrides for ablations (``hybrid:lexical_weight=0+environment_boost=0``).
+
+    /work/venv/bin/python bench/gim_eval.py [--eval-dir /work/shared/eval] [--split dev] [--strategies hybrid,baseline]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+VERIFY = [{"order": 1, "command": "re-run the failing step", "expected_output": "the error no longer appears"}]
+
+CONFIG = """\
+[gateway]
+name = "gim-eval"
+data_dir = "{data_dir}"
+log_level = "warning"
+
+[transport]
+kind = "stdio"
+
+[packs]
+enabled = ["gim"]
+
+[providers]
+embedder = ["local"]
+vector_store = "qdrant-edge"
+store = "sqlite"
+rate_limiter = "sqlite"
+auth = "none"
+
+[sanitize]
+error_message = ["patterns", "contextual"]
+code = ["patterns", "contextual"]
+free_text = ["patterns", "contextual"]
+query = ["patterns"]
+
+[pipeline]
+interceptors = [{{ name = "rate_limit", on_error = "fail_closed" }}]
+
+[[plugins.interceptor.rate_limit.rules]]
+name = "gim-daily-search"
+tools = ["gim_search_issues", "gim_get_fix_bundle"]
+kind = "daily"
+limit = 1000000
+
+[plugins.gim]
+strategy = "{strategy}"
+{overrides}"""
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@dataclass
+class EvalSet:
+    clusters: list[dict[str, Any]]
+    extras: list[dict[str, Any]]
+    hard_negatives: list[dict[str, Any]]
+    distractors: list[dict[str, Any]]
+
+    @classmethod
+    def read(cls, directory: Path, split: str) -> EvalSet:
+        return cls(
+            load(directory / f"errors_{split}.jsonl"),
+            load(directory / f"errors_{split}_extra_queries.jsonl"),
+            load(directory / f"hard_negatives_{split}.jsonl"),
+            load(directory / f"distractors_{split}.jsonl"),
+        )
+
+    @property
+    def by_id(self) -> dict[str, dict[str, Any]]:
+        return {c["cluster_id"]: c for c in self.clusters}
+
+    def queries(self) -> list[tuple[str, str]]:
+        """(cluster id, error text) of every search of step 2."""
+        out = [(c["cluster_id"], r["error_message"]) for c in self.clusters for r in c["reports"][1:]]
+        return out + [(e["cluster_id"], e["report"]["error_message"]) for e in self.extras]
+
+
+# -- submissions, exactly as the README says -----------------------------------------------------------------
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return (lines[-1] if lines else text)[:200]
+
+
+def cluster_fix(cluster: dict[str, Any]) -> dict[str, Any]:
+    fix = cluster["fix"]
+    bundle: dict[str, Any] = {
+        "env_actions": [{"order": i + 1, **action} for i, action in enumerate(fix["env_actions"])],
+        "constraints": {"working_versions": fix.get("working_versions", {})},
+        "verification": VERIFY,
+    }
+    if fix.get("code_fix"):
+        bundle["code_fix"] = fix["code_fix"]
+    return bundle
+
+
+def environment(language: str, framework: str, os_name: str | None) -> dict[str, str]:
+    env = {"language": language, "framework": framework}
+    if os_name:
+        env["os"] = os_name
+    return env
+
+
+def report_submission(cluster: dict[str, Any], report: dict[str, Any], root_cause: str) -> dict[str, Any]:
+    return {
+        "error_message": report["error_message"],
+        "error_description": last_line(report["error_message"]),
+        "root_cause": root_cause,
+        "fix_bundle": cluster_fix(cluster),
+        "model": "eval-model",
+        "provider": "other",
+        "environment": environment(cluster["language"], cluster["framework"], report["environment"].get("os")),
+    }
+
+
+def distractor_submission(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "error_message": item["error_message"],
+        "error_description": item["title"],
+        "root_cause": item["title"],
+        "fix_bundle": {
+            "env_actions": [
+                {"order": 1, "type": "command", "command": "see the linked thread", "explanation": item["title"]}
+            ],
+            "verification": VERIFY,
+        },
+        "model": "eval-model",
+        "provider": "other",
+        "environment": {"language": item["language"], "framework": item["framework"]},
+    }
+
+
+def hard_negative_submission(side: dict[str, Any], clusters: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    cluster = clusters.get(side.get("cluster_id") or "")
+    if cluster is not None:
+        fix = cluster_fix(cluster)
+    else:
+        action = {"order": 1, "type": "command", "command": "see the linked thread", "explanation": side["root_cause"]}
+        fix = {"env_actions": [action], "verification": VERIFY}
+    return {
+        "error_message": side["error_message"],
+        "error_description": last_line(side["error_message"]),
+        "root_cause": side["root_cause"],
+        "fix_bundle": fix,
+        "model": "eval-model",
+        "provider": "other",
+        "environment": environment(side["language"], side["framework"], side["environment"].get("os")),
+    }
+
+
+# -- metrics ------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    name: str
+    ranks: list[int | None] = field(default_factory=list)
+    merged: list[bool] = field(default_factory=list)
+    false_merges: list[bool] = field(default_factory=list)
+    errors: int = 0
+    seconds: float = 0.0
+
+    def recall(self, k: int) -> float:
+        return sum(1 for r in self.ranks if r is not None and r <= k) / len(self.ranks)
+
+    @property
+    def mrr(self) -> float:
+        return sum(1.0 / r for r in self.ranks if r) / len(self.ranks)
+
+    def row(self) -> list[str]:
+        def share(values: list[bool]) -> str:
+            return f"{sum(values) / len(values):.3f}" if values else "n/a"
+
+        return [
+            self.name,
+            f"{self.recall(1):.3f}",
+            f"{self.recall(5):.3f}",
+            f"{self.mrr:.3f}",
+            share(self.merged),
+            share(self.false_merges),
+            str(self.errors),
+            f"{self.seconds:.0f}s",
+        ]
+
+
+class Gateway:
+    """One gateway subprocess over stdio."""
+
+    def __init__(self, client: Client, result: Result) -> None:
+        self.client = client
+        self.result = result
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        reply = await self.client.call_tool(tool, arguments)
+        if reply.is_error:
+            self.result.errors += 1
+            print(f"  {tool} failed: {reply.content[0].text[:300] if reply.content else reply}", file=sys.stderr)
+            return None
+        return reply.structured_content
+
+    async def submit(self, submission: dict[str, Any]) -> dict[str, Any] | None:
+        return await self.call("gim_submit_issue", submission)
+
+
+def parse_strategy(spec: str) -> tuple[str, dict[str, str]]:
+    """``hybrid`` or ``hybrid:lexical_weight=0,environment_boost=0`` (``[plugins.gim]`` overrides, TOML values)."""
+    name, _, rest = spec.partition(":")
+    overrides = dict(part.split("=", 1) for part in rest.split("+") if part)
+    return name, overrides
+
+
+async def run_gateway(data: EvalSet, spec: str, workdir: Path, number: int) -> Result:
+    strategy, overrides = parse_strategy(spec)
+    result = Result(spec)
+    data_dir = workdir / f"data-{number}"
+    config = workdir / f"config-{number}.toml"
+    extra = "".join(f"{key} = {value}\n" for key, value in overrides.items())
+    config.write_text(CONFIG.format(data_dir=data_dir.as_posix(), strategy=strategy, overrides=extra))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "gateway", "serve", "--config", str(config)],
+        env={**os.environ, "MCP_GATEWAY_DATA_DIR": str(data_dir)},
+    )
+    started = time.perf_counter()
+    async with Client(params, read_timeout_seconds=300) as client:
+        gw = Gateway(client, result)
+        for item in data.distractors:
+            await gw.submit(distractor_submission(item))
+        masters: dict[str, str | None] = {}
+        for cluster in data.clusters:
+            answer = await gw.submit(report_submission(cluster, cluster["reports"][0], cluster["root_cause"]))
+            masters[cluster["cluster_id"]] = answer["master_issue_id"] if answer else None
+        for cluster_id, text in data.queries():
+            answer = await gw.call(
+                "gim_search_issues",
+                {"error_message": text, "environment": _search_env(data.by_id[cluster_id]), "limit": 10},
+            )
+            ids = [issue["issue_id"] for issue in (answer or {}).get("issues", [])]
+            target = masters[cluster_id]
+            result.ranks.append(ids.index(target) + 1 if target in ids else None)
+        for cluster in data.clusters:
+            for i, report in enumerate(cluster["reports"][1:], start=1):
+                paraphrase = cluster["root_cause_paraphrases"][(i - 1) % 2]
+                answer = await gw.submit(report_submission(cluster, report, paraphrase))
+                result.merged.append(
+                    bool(answer and answer["merged"] and answer["master_issue_id"] == masters[cluster["cluster_id"]])
+                )
+        clusters = data.by_id
+        for pair in data.hard_negatives:
+            a = await gw.submit(hard_negative_submission(pair["a"], clusters))
+            b = await gw.submit(hard_negative_submission(pair["b"], clusters))
+            result.false_merges.append(bool(a and b and a["master_issue_id"] == b["master_issue_id"]))
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _search_env(cluster: dict[str, Any]) -> dict[str, str]:
+    return {"language": cluster["language"], "framework": cluster["framework"]}
+
+
+def run_bm25(data: EvalSet) -> Result:
+    """Plain BM25 (rank-bm25 Okapi, default parameters) over the submitted error texts; no duplicate handling."""
+    from rank_bm25 import BM25Okapi
+
+    def tokens(text: str) -> list[str]:
+        return re.findall(r"\w+", text.lower())
+
+    started = time.perf_counter()
+    owners: list[str | None] = [None] * len(data.distractors)
+    documents = [tokens(d["error_message"]) for d in data.distractors]
+    for cluster in data.clusters:
+        documents.append(tokens(cluster["reports"][0]["error_message"]))
+        owners.append(cluster["cluster_id"])
+    index = BM25Okapi(documents)
+    result = Result("bm25 (error text)")
+    for cluster_id, text in data.queries():
+        scores = index.get_scores(tokens(text))
+        order = sorted(range(len(scores)), key=lambda i: -scores[i])[:10]
+        ranked = [owners[i] for i in order]
+        result.ranks.append(ranked.index(cluster_id) + 1 if cluster_id in ranked else None)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def print_table(results: list[Result], data: EvalSet) -> None:
+    header = ["strategy", "recall@1", "recall@5", "MRR", "dups merged", "false merges", "errors", "time"]
+    rows = [header, *[r.row() for r in results]]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    print(
+        f"\nqueries: {len(data.queries())}, duplicates: {sum(len(c['reports']) - 1 for c in data.clusters)}, "
+        f"hard-negative pairs: {len(data.hard_negatives)}, distractors: {len(data.distractors)}"
+    )
+    for n, row in enumerate(rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    data = EvalSet.read(Path(args.eval_dir), args.split)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="gim-eval-") as tmp:
+        for number, spec in enumerate(s.strip() for s in args.strategies.split(",") if s.strip()):
+            print(f"running {spec} ...", file=sys.stderr)
+            results.append(await run_gateway(data, spec, Path(tmp), number))
+    if not args.no_bm25:
+        results.append(run_bm25(data))
+    print_table(results, data)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--eval-dir", default="/work/shared/eval")
+    parser.add_argument("--split", default="dev")
+    parser.add_argument(
+        "--strategies",
+        default="hybrid,baseline",
+        help="comma-separated; each may carry [plugins.gim] overrides: hybrid:lexical_weight=0+environment_boost=0",
+    )
+    parser.add_argument("--no-bm25", action="store_true")
+    anyio.run(main_async, parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()

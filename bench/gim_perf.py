@@ -1,0 +1,427 @@
+"""GIM load benchmark: search latency over stdio and submission throughput with 10k and 100k stored issues.
+
+For each size N:
+
+1. **Seed** (in-process, the pack's own service layer): N synthetic, distinct issues (deterministic generator
+   below: eight error shapes over five languages, each issue a distinct package/symbol/version) are imported with
+   :func:`gateway_plugins.gim.bulk.import_masters` (batched rows and vectors, same pending -> vectors -> active
+   protocol). Their vectors come from the real local MiniLM embedder for the first ``--real`` issues; above that,
+   embedding every text on this machine would take longer than the benchmark is worth, so the remaining vectors
+   are synthetic: normalised mixtures of two real item vectors plus noise (same dimension, a realistic density
+   for the HNSW index). Queries are only drawn from really embedded issues.
+2. **Serve** ``python -m gateway serve --config ...`` over stdio (the default deployment: local embedder, Qdrant
+   Edge, SQLite, patterns + contextual sanitizers, the rate_limit interceptor with a large quota) and drive it
+   with ``mcp.Client``: start-up time, then ``--searches`` searches (another report of a seeded issue: other
+   user, paths, line numbers) timed at the client (p50/p95/p99, and how often the seeded issue ranks first),
+   then ``--submits`` new issues submitted end to end one after the other (submissions/s), and the same number
+   with 4 in flight.
+
+    /work/venv/bin/python bench/gim_perf.py [--sizes 10000,100000] [--real 10000] [--searches 300] [--submits 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+from mcp import Client, StdioServerParameters
+
+CONFIG = """\
+[gateway]
+name = "gim-perf"
+data_dir = "{data_dir}"
+log_level = "warning"
+
+[transport]
+kind = "stdio"
+
+[packs]
+enabled = ["gim"]
+
+[providers]
+embedder = ["local"]
+vector_store = "qdrant-edge"
+store = "sqlite"
+rate_limiter = "sqlite"
+auth = "none"
+
+[sanitize]
+error_message = ["patterns", "contextual"]
+code = ["patterns", "contextual"]
+free_text = ["patterns", "contextual"]
+query = ["patterns"]
+
+[pipeline]
+interceptors = [{{ name = "rate_limit", on_error = "fail_closed" }}]
+
+[[plugins.interceptor.rate_limit.rules]]
+name = "gim-daily-search"
+tools = ["gim_search_issues", "gim_get_fix_bundle"]
+kind = "daily"
+limit = 100000000
+"""
+
+# -- synthetic issues --------------------------------------------------------------------------------------------
+
+
+_SYLLABLES = (
+    "ka lo mi ne ru ta vo zen pa qui sor dal fen gor hul jin kor lum mor nex pol rin sul tor ulm vex wyn yor bri cas "
+    "dro elk fiz gla hap ivo jex kru lin mav nor"
+).split()
+_USERS = ("alice", "bob", "carol", "dmitri", "eve", "farah", "gus", "hiro", "ines", "jon")
+_OSES = ("linux", "macOS", "Windows 11", "Ubuntu 22.04", "Debian 12", "Alpine")
+
+
+def _name(rng: random.Random, parts: int = 2) -> str:
+    return "".join(rng.choice(_SYLLABLES) for _ in range(parts))
+
+
+def _camel(rng: random.Random) -> str:
+    return "".join(
+        p.capitalize() for p in (_name(rng, 1), _name(rng, 1), rng.choice(("Client", "Config", "Loader", "")))
+    )
+
+
+def _version(rng: random.Random) -> str:
+    return f"{rng.randint(0, 9)}.{rng.randint(0, 30)}"
+
+
+Template = Callable[[dict[str, str], random.Random], tuple[str, str, list[dict[str, str]], str]]
+
+
+def _py_attr(f: dict[str, str], noise: random.Random) -> tuple[str, str, list[dict[str, str]], str]:
+    user, line = noise.choice(_USERS), noise.randint(2, 900)
+    error = (
+        f'  File "/home/{user}/work/{f["app"]}/main.py", line {line}, in <module>\n'
+        f"    value = {f['pkg']}.{f['attr']}(x)\n"
+        f"AttributeError: module '{f['pkg']}' has no attribute '{f['attr']}'"
+    )
+    cause = f"{f['pkg']} {f['ver']} removed the deprecated {f['attr']} helper; code written for older {f['pkg']} fails."
+    actions = [{"type": "downgrade", "command": f'pip install "{f["pkg"]}<{f["ver"]}"', "explanation": "keep it"}]
+    return error, cause, actions, "python"
+
+
+def _py_import(f: dict[str, str], noise: random.Random) -> tuple[str, str, list[dict[str, str]], str]:
+    user = noise.choice(_USERS)
+    error = (
+        f"ImportError: cannot import name '{f['cls']}' from '{f['pkg']}.{f['mod']}' "
+        f"(/Users/{user}/.venv/lib/python3.{noise.randint(8, 12)}/site-packages/{f['pkg']}/{f['mod']}/__init__.py)"
+    )
+    cause = f"{f['pkg']} {f['ver']} moved {f['cls']} out of {f['pkg']}.{f['mod']} into {f['pkg']}_core."
+    actions = [{"type": "upgrade", "command": f"pip install -U {f['pkg']}_core", "explanation": "new location"}]
+    return error, cause, actions, "python"
+
+
+def _py_kwarg(f: dict[str, str], noise: random.Random) -> tuple[str, str, list[dict[str, str]], str]:
+    error = (
+        f'  File "C:\\Users\\{noise.choice(_USERS)}\\proj\\{f["app"]}.py", line {noise.randint(2, 500)}, in run\n'
+        f"TypeError: {f['cls']}.__init__() got an unexpected keyword argument '{f['kw']}'"
+    )
+    cause = f"{f['pkg']} {f['ver']} dropped the {f['kw']} argument of {f['cls']}; pass it through the new options."
+    actions = [{"type": "downgrade", "command": f"pip install {f['pkg']}=={f['ver']}", "explanation": "old API"}]
+    return error, cause, actions, "python"
+
+
+def _js_not_function(f: dict[str, str], noise: random.Random) -> tuple[str, str, list[dict[str, str]], str]:
+    error = (
+        f"TypeError: {f['pkg']}.{f['attr']} is not a function\n"
+        f"    at Object.<anonymous> (/srv/{noise.choice(_USERS)}/{f['app']}/index.js:{noise.randint(1, 300)}:"
+        f"{noise.randint(1, 40)})\n    at Module._compile (node:internal/modules/cjs/loader:1256:14)"
+    )
+    cause = f"{f['pkg']} v{f['ver']} renamed {f['attr']} to {f['attr']}Async; old callers break."
+    actions = [{"type": "command", "command": f"replace {f['attr']}( with {f['attr']}Async(", "explanation": "rename"}]
+    return error, cause, actions, "javascript"
+
+
+def _js_missing(f: dict[str, str], noise: random.Random) -> tuple[str, str, list[dict[str, str]], str]:
+    error = (
+        f"Error: Cannot find module '{f['pkg']}/{f['mod']}'\nRequire stack:\n"
+        f"- /home/{noise.choice(_USERS)}/{f['app']}/node_modules/{f['pkg']}-plugin/dist/index.js"
+    )
+    cause = f"{f['pkg']} {f['ver']} stopped shipping the {f['mod']} entry point; it is a separate package now."
+    actions = [{"type": "install", "command": f"npm install @{f['pkg']}/{f['mod']}", "explanation": "split out"}]
+    return error, cause, actions, "javascript"
+
+
+def _go_panic(f: dict[str, str], noise: random.Random) -> tuple[str, str, list[dict[str, str]], str]:
+    error = (
+        "panic: runtime error: invalid memory address or nil pointer dereference\n"
+        f"[signal SIGSEGV: segmentation violation code=0x1 addr=0x{noise.randint(16, 4096):x}]\n"
+        f"goroutine {noise.randint(1, 90)} [running]:\n{f['pkg']}.(*{f['cls']}).{f['attr'].capitalize()}(...)\n"
+        f"\t/go/pkg/mod/github.com/{f['pkg']}/{f['pkg']}@v{f['ver']}/{f['mod']}.go:{noise.randint(10, 800)}"
+    )
+    cause = f"{f['cls']}.{f['attr'].capitalize()} in {f['pkg']} {f['ver']} dereferences a nil {f['mod']} handle."
+    actions = [{"type": "upgrade", "command": f"go get github.com/{f['pkg']}/{f['pkg']}@latest", "explanation": "fix"}]
+    return error, cause, actions, "go"
+
+
+def _rust_missing(f: dict[str, str], noise: random.Random) -> tuple[str, str, list[dict[str, str]], str]:
+    error = (
+        f"error[E0425]: cannot find function `{f['attr']}` in crate `{f['pkg']}`\n"
+        f" --> src/{f['app']}.rs:{noise.randint(1, 400)}:{noise.randint(1, 60)}"
+    )
+    cause = f"The {f['pkg']} crate {f['ver']} put {f['attr']} behind the `{f['mod']}` feature flag."
+    actions = [{"type": "config", "command": f'{f["pkg"]} = {{ features = ["{f["mod"]}"] }}', "explanation": "on"}]
+    return error, cause, actions, "rust"
+
+
+def _java_method(f: dict[str, str], noise: random.Random) -> tuple[str, str, list[dict[str, str]], str]:
+    error = (
+        f"java.lang.NoSuchMethodError: 'void com.{f['pkg']}.{f['cls']}.{f['attr']}()'\n"
+        f"\tat com.{f['app']}.Main.run(Main.java:{noise.randint(5, 700)})"
+    )
+    cause = f"Two {f['pkg']} versions on the classpath: {f['cls']}.{f['attr']} only exists since {f['ver']}."
+    actions = [
+        {"type": "config", "command": f"exclude the old {f['pkg']} from the build", "explanation": "one version"}
+    ]
+    return error, cause, actions, "java"
+
+
+_TEMPLATES: tuple[Template, ...] = (
+    _py_attr,
+    _py_import,
+    _py_kwarg,
+    _js_not_function,
+    _js_missing,
+    _go_panic,
+    _rust_missing,
+    _java_method,
+)
+
+
+def _identity(index: int) -> tuple[Template, dict[str, str]]:
+    rng = random.Random(index * 7919 + 17)
+    fields = {
+        "pkg": _name(rng, 2),
+        "mod": _name(rng, 1),
+        "attr": _name(rng, 2),
+        "cls": _camel(rng),
+        "kw": _name(rng, 2),
+        "app": _name(rng, 2),
+        "ver": _version(rng),
+    }
+    return _TEMPLATES[index % len(_TEMPLATES)], fields
+
+
+def issue(index: int, variant: int = 0) -> dict[str, Any]:
+    """The ``gim_submit_issue`` arguments of synthetic issue ``index`` as reported the ``variant``-th time."""
+    template, fields = _identity(index)
+    noise = random.Random(index * 104729 + variant * 31 + 5)
+    error, cause, actions, language = template(fields, noise)
+    return {
+        "error_message": error,
+        "error_description": error.strip().splitlines()[-1][:200],
+        "root_cause": cause,
+        "fix_bundle": {
+            "env_actions": [{"order": i + 1, **a} for i, a in enumerate(actions)],
+            "verification": [{"order": 1, "command": "re-run", "expected_output": "no error"}],
+        },
+        "model": "synthetic-model",
+        "provider": "other",
+        "environment": {"language": language, "os": noise.choice(_OSES)},
+    }
+
+
+def query_for(index: int, variant: int = 1) -> dict[str, Any]:
+    """A ``gim_search_issues`` call for issue ``index`` as another developer would report it."""
+    submission = issue(index, variant)
+    return {
+        "error_message": submission["error_message"],
+        "environment": {"language": submission["environment"]["language"]},
+    }
+
+
+# -- seeding -----------------------------------------------------------------------------------------------------
+
+SEED_BATCH = 2000
+
+
+def _mixtures(real: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` unit vectors near the span of the real ones: a*x + b*y + noise, normalised."""
+    a = real[rng.integers(0, len(real), count)]
+    b = real[rng.integers(0, len(real), count)]
+    weights = rng.uniform(0.55, 0.85, (count, 1)).astype(np.float32)
+    mixed = weights * a + (1 - weights) * b + rng.normal(0, 0.03, a.shape).astype(np.float32)
+    return mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
+
+
+async def seed(config: Path, size: int, real: int, log: Callable[[str], None]) -> tuple[dict[str, float], list[str]]:
+    from gateway.app import running_runtime
+    from gateway_plugins.gim.bulk import import_masters, prepare_trusted
+    from gateway_plugins.gim.schemas import SubmitIssueInput
+
+    timings: dict[str, float] = {}
+    ids: list[str] = []
+    async with running_runtime(config, configure_logs=False) as runtime:
+        core = runtime.packs["gim"].core
+        (embedder,) = await core.ensure_embedders()
+        kinds = core.kinds
+        started = time.perf_counter()
+        prepared = [prepare_trusted(SubmitIssueInput.model_validate(issue(i))) for i in range(size)]
+        timings["prepare_s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        really = min(real, size)
+        texts = [p.texts[k] for p in prepared[:really] for k in kinds]
+        vectors = np.asarray(
+            embedder.embed_sync(texts)
+            if hasattr(embedder, "embed_sync")
+            else await embedder.embed(texts, task="document"),
+            dtype=np.float32,
+        )
+        vectors = vectors.reshape(really, len(kinds), -1)
+        timings["embed_s"] = time.perf_counter() - started
+        timings["embedded_texts"] = len(texts)
+        if size > really:
+            rng = np.random.default_rng(11)
+            extra = np.stack([_mixtures(vectors[:, k, :], size - really, rng) for k in range(len(kinds))], axis=1)
+            vectors = np.concatenate([vectors, extra])
+        started = time.perf_counter()
+        for start in range(0, size, SEED_BATCH):
+            chunk = range(start, min(size, start + SEED_BATCH))
+            per_item = [{k: vectors[i, n].tolist() for n, k in enumerate(kinds)} for i in chunk]
+            ids += await import_masters(core, [prepared[i] for i in chunk], {embedder.id: per_item})
+            log(f"  seeded {chunk.stop}/{size}")
+        optimize = getattr(core.vectors.store, "optimize", None)
+        if optimize is not None:
+            await optimize()
+        timings["import_s"] = time.perf_counter() - started
+    return timings, ids
+
+
+# -- measuring over stdio -----------------------------------------------------------------------------------------
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+async def measure(config: Path, ids: list[str], real: int, searches: int, submits: int) -> dict[str, float]:
+    size = len(ids)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config)])
+    out: dict[str, float] = {}
+    started = time.perf_counter()
+    async with Client(params, read_timeout_seconds=600) as client:
+        await client.list_tools()
+        out["startup_s"] = time.perf_counter() - started
+        rng = random.Random(3)
+        candidates = list(range(min(real, size)))
+        for i in rng.sample(candidates, 10):  # warm-up: model load, caches
+            await client.call_tool("gim_search_issues", query_for(i, variant=9))
+        latencies, hits = [], 0
+        for i in rng.sample(candidates, searches):
+            arguments = query_for(i, variant=1)
+            t = time.perf_counter()
+            result = await client.call_tool("gim_search_issues", arguments)
+            latencies.append((time.perf_counter() - t) * 1000)
+            issues = (result.structured_content or {}).get("issues", [])
+            hits += bool(issues) and issues[0]["issue_id"] == ids[i]
+        out.update(
+            search_p50_ms=statistics.median(latencies),
+            search_p95_ms=_percentile(latencies, 0.95),
+            search_p99_ms=_percentile(latencies, 0.99),
+        )
+        out["search_top1"] = hits / searches
+        base = 10_000_000 + size
+        t = time.perf_counter()
+        merged = 0
+        for n in range(submits):
+            result = await client.call_tool("gim_submit_issue", issue(base + n))
+            assert not result.is_error, result.content
+            merged += bool(result.structured_content["merged"])
+        out["submit_per_s"] = submits / (time.perf_counter() - t)
+        out["submit_merged"] = merged
+
+        async def one(n: int) -> None:
+            result = await client.call_tool("gim_submit_issue", issue(base + submits + n))
+            assert not result.is_error, result.content
+
+        t = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            limiter = anyio.Semaphore(4)
+
+            async def bounded(n: int) -> None:
+                async with limiter:
+                    await one(n)
+
+            for n in range(submits):
+                group.start_soon(bounded, n)
+        out["submit_concurrent_per_s"] = submits / (time.perf_counter() - t)
+    return out
+
+
+async def run(args: argparse.Namespace) -> None:
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    rows = []
+    for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
+        with tempfile.TemporaryDirectory(prefix=f"gim-perf-{size}-", dir=args.tmp) as tmp:
+            data_dir = Path(tmp) / "data"
+            config = Path(tmp) / "config.toml"
+            config.write_text(CONFIG.format(data_dir=data_dir.as_posix()))
+            os.environ["MCP_GATEWAY_DATA_DIR"] = str(data_dir)
+            log(f"size {size}: seeding ...")
+            seeded, ids = await seed(config, size, args.real, log)
+            log(f"size {size}: measuring over stdio ...")
+            measured = await measure(config, ids, args.real, args.searches, args.submits)
+            rows.append((size, seeded, measured))
+    print()
+    header = (
+        "issues",
+        "real vectors",
+        "seed (embed+import)",
+        "startup",
+        "search p50",
+        "search p95",
+        "search p99",
+        "top-1",
+        "submits/s",
+        "submits/s (4 in flight)",
+    )
+    table = [header]
+    for size, seeded, measured in rows:
+        table.append(
+            (
+                f"{size:,}",
+                f"{min(args.real, size):,}",
+                f"{seeded['embed_s']:.0f}s + {seeded['import_s']:.0f}s",
+                f"{measured['startup_s']:.1f}s",
+                f"{measured['search_p50_ms']:.1f} ms",
+                f"{measured['search_p95_ms']:.1f} ms",
+                f"{measured['search_p99_ms']:.1f} ms",
+                f"{measured['search_top1']:.2f}",
+                f"{measured['submit_per_s']:.1f}",
+                f"{measured['submit_concurrent_per_s']:.1f}",
+            )
+        )
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    for n, row in enumerate(table):
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--real", type=int, default=10000, help="issues whose vectors come from the real embedder")
+    parser.add_argument("--searches", type=int, default=300)
+    parser.add_argument("--submits", type=int, default=200)
+    parser.add_argument("--tmp", default=None, help="where the temporary data dirs go")
+    anyio.run(run, parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()

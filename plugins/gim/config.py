@@ -1,0 +1,61 @@
+"""``[plugins.gim]``: the GIM pack's configuration.
+
+Two strategies share every tool, table and code path and differ only in how items are embedded, matched and
+merged:
+
+``hybrid`` (default)
+    Each item gets two vectors: its normalised error signature (:mod:`gateway_plugins.gim.signatures`) and its
+    *resolution* (root cause + fix). Search fuses the dense error-signature similarity with BM25 over the
+    signatures' tokens (``lexical_weight``), takes the best item per master, boosts masters whose environment
+    matches (``environment_boost``) and ranks by relevance x confidence. A submission merges into a master only
+    when the error evidence (dense or lexical, the larger) reaches ``dedup_error_threshold`` AND the resolution
+    similarity reaches ``dedup_resolution_threshold`` (and, optionally, the exception types agree).
+
+``baseline``
+    The public GIM algorithm, kept as a measurable reference: one combined vector (error + root cause + fix
+    summary); the query embeds the error with empty root-cause and fix sections; ranking by similarity alone;
+    merge when the best combined similarity reaches ``duplicate_threshold`` (0.85).
+
+The thresholds were calibrated once on the development split of the evaluation set with the local MiniLM embedder
+(see ``bench/gim_eval.py``); the plateau around them is wide (error 0.55-0.60, resolution 0.75-0.80 give the same
+results), so they are not tuned to individual entries. Another embedder has another similarity scale: re-check them
+with the benchmark when the chain's fallback embedder changes (the duplicate decision always uses the fallback).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class GimConfig(BaseModel):
+    """``[plugins.gim]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategy: Literal["hybrid", "baseline"] = "hybrid"
+    score_threshold: float = Field(0.2, ge=0.0, le=1.0, description="Minimum relevance of a search result.")
+    oversampling: float = Field(2.0, ge=1.0, le=20.0, description="Candidates fetched per result slot.")
+    candidate_pool: int = Field(50, ge=5, le=1000, description="Minimum items fetched per retrieval signal.")
+    lexical_weight: float = Field(0.5, ge=0.0, le=1.0, description="Share of BM25 in the hybrid relevance.")
+    environment_boost: float = Field(
+        0.05, ge=0.0, le=1.0, description="Relative boost per matching language/framework/os/provider/model."
+    )
+    duplicate_threshold: float = Field(0.85, ge=0.0, le=1.0, description="baseline: combined-vector merge threshold.")
+    dedup_error_threshold: float = Field(0.60, ge=0.0, le=1.0, description="hybrid: error evidence to merge.")
+    dedup_resolution_threshold: float = Field(0.78, ge=0.0, le=1.0, description="hybrid: resolution similarity.")
+    require_same_exception_type: bool = Field(
+        False, description="hybrid: also require the exception types to agree (see gateway_plugins.gim.dedup)."
+    )
+    confidence_prior_alpha: float = Field(2.0, gt=0.0, description="Beta prior: pseudo-successes.")
+    confidence_prior_beta: float = Field(1.0, gt=0.0, description="Beta prior: pseudo-failures.")
+    lock_lease_seconds: float = Field(60.0, gt=0.0, description="Lease of the cross-process duplicate-decision lock.")
+    lock_timeout_seconds: float = Field(30.0, gt=0.0, description="How long a submission waits for that lock.")
+    flush_vectors: bool = Field(
+        False,
+        description="Flush the vector store before acknowledging a submission. Not needed against process crashes "
+        "(Qdrant's write-ahead log survives kill -9, like SQLite's WAL at synchronous=NORMAL); turn on, with SQLite "
+        "synchronous=FULL, to survive power loss too.",
+    )
+    reindex_batch: int = Field(64, ge=1, le=4096, description="Items re-embedded per batch by a reindex.")

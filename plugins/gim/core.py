@@ -1,0 +1,191 @@
+"""The pack's shared state: providers, repository, vector index, lexical index, lock, and start-up.
+
+Start-up (``GimCore.start``): apply the migrations, load the vector generations, reconcile the two stores
+under the dedup lock (:mod:`gateway_plugins.gim.consistency`), and load the lexical index from the relational
+store. The embedder chain is built on first use (a search or a submission), so starting costs no model load.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from gateway.api import (
+    STORE,
+    VECTOR_STORE,
+    CallContext,
+    EmbeddingService,
+    PackContext,
+    RelationalStore,
+    SanitizationService,
+    VectorStore,
+)
+from gateway_plugins.gim.confidence import BetaConfidence
+from gateway_plugins.gim.config import GimConfig
+from gateway_plugins.gim.lexical import LexicalIndex
+from gateway_plugins.gim.locks import DedupLock
+from gateway_plugins.gim.migrations import MIGRATIONS, NAMESPACE
+from gateway_plugins.gim.repository import Repository
+from gateway_plugins.gim.texts import COMBINED, ERROR, RESOLUTION
+from gateway_plugins.gim.vectors import VectorIndex
+
+log = structlog.get_logger(__name__)
+
+__all__ = ["GimCore", "utcnow"]
+
+_CATCH_UP_BATCH = 5000
+_GENERATIONS_TTL = 5.0
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class GimCore:
+    """Everything the tool handlers share. Build it with the pack's context; :meth:`start` before use."""
+
+    def __init__(self, config: GimConfig, context: PackContext) -> None:
+        self.config = config
+        self.context = context
+        self.repo = Repository()
+        self.lexical = LexicalIndex()
+        self.confidence = BetaConfidence(config.confidence_prior_alpha, config.confidence_prior_beta)
+        self._store: RelationalStore | None = None
+        self._vectors: VectorIndex | None = None
+        self._lock: DedupLock | None = None
+        self._embeddings: EmbeddingService | None = None
+        self._embedders_ready = False
+        self._generations_loaded_at = 0.0
+
+    # -- accessors ------------------------------------------------------------------------------------------------
+
+    @property
+    def hybrid(self) -> bool:
+        return self.config.strategy == "hybrid"
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The vector kinds every item gets under the configured strategy."""
+        return (ERROR, RESOLUTION) if self.hybrid else (COMBINED,)
+
+    @property
+    def all_kinds(self) -> tuple[str, ...]:
+        return (ERROR, RESOLUTION, COMBINED)
+
+    @property
+    def store(self) -> RelationalStore:
+        if self._store is None:
+            raise RuntimeError("the gim pack is not started")
+        return self._store
+
+    @property
+    def vectors(self) -> VectorIndex:
+        if self._vectors is None:
+            raise RuntimeError("the gim pack is not started")
+        return self._vectors
+
+    @property
+    def lock(self) -> DedupLock:
+        if self._lock is None:
+            raise RuntimeError("the gim pack is not started")
+        return self._lock
+
+    @property
+    def sanitization(self) -> SanitizationService:
+        return self.context.sanitization()
+
+    @property
+    def embeddings(self) -> EmbeddingService:
+        if self._embeddings is None:
+            self._embeddings = self.context.embeddings()
+        return self._embeddings
+
+    # -- lifecycle ------------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        from gateway_plugins.gim.consistency import reconcile
+
+        store: RelationalStore = self.context.provider(STORE)
+        vector_store: VectorStore = self.context.provider(VECTOR_STORE)
+        await store.migrate(NAMESPACE, MIGRATIONS)
+        self._store = store
+        self._vectors = VectorIndex(vector_store, store, self.repo)
+        await self._vectors.refresh()
+        self._generations_loaded_at = time.monotonic()
+        self._lock = DedupLock(
+            store,
+            self.repo,
+            lease_seconds=self.config.lock_lease_seconds,
+            timeout_seconds=self.config.lock_timeout_seconds,
+        )
+        async with self.lock.hold():
+            report = await reconcile(self)
+        await self.catch_up()
+        log.info("gim.started", strategy=self.config.strategy, items=len(self.lexical), **report)
+
+    async def stop(self) -> None:
+        """Nothing to release: the host closes the providers."""
+
+    async def ensure_embedders(self) -> Sequence[Any]:
+        """Build the embedder chain (first call) and make sure every embedder has its collections."""
+        embedders = self.embeddings.embedders
+        if not self._embedders_ready:
+            for embedder in embedders:
+                await self.vectors.ensure_embedder(embedder.id, embedder.dimension)
+            self._embedders_ready = True
+        return embedders
+
+    async def refresh_generations(self, *, force: bool = False) -> None:
+        """Follow generation switches made by another process (at most every few seconds unless forced)."""
+        if force or time.monotonic() - self._generations_loaded_at > _GENERATIONS_TTL:
+            await self.vectors.refresh()
+            self._generations_loaded_at = time.monotonic()
+            self._embedders_ready = False
+            await self.ensure_embedders()
+
+    async def catch_up(self) -> None:
+        """Load items activated since the last call (by this or another process) into the lexical index."""
+        while True:
+            rows = await self.repo.active_items_after(self.store, self.lexical.last_seq, _CATCH_UP_BATCH)
+            for row in rows:
+                self.lexical.add(row["id"], row["master_id"], row["tokens"].split(), seq=int(row["index_seq"]))
+            if len(rows) < _CATCH_UP_BATCH:
+                return
+
+    # -- usage ----------------------------------------------------------------------------------------------------
+
+    async def record_event(
+        self,
+        event_type: str,
+        ctx: CallContext | None,
+        *,
+        issue_id: str | None = None,
+        session_id: str | None = None,
+        model: str | None = None,
+        provider: str | None = None,
+        success: bool | None = None,
+        timestamp: datetime | None = None,
+        db: Any = None,
+    ) -> str:
+        """Store a usage event (in ``db`` when given, so it commits with the action it describes)."""
+        event_id = str(uuid.uuid4())
+        await self.repo.insert_event(
+            db or self.store,
+            {
+                "id": event_id,
+                "event_type": event_type,
+                "issue_id": issue_id,
+                "session_id": session_id or (f"principal:{ctx.principal.key}" if ctx is not None else "unspecified"),
+                "principal": ctx.principal.key if ctx is not None else None,
+                "model": model,
+                "provider": provider,
+                "success": success,
+                "ts": timestamp or utcnow(),
+            },
+        )
+        return event_id

@@ -1,0 +1,121 @@
+"""``gim_get_fix_bundle``, ``gim_confirm_fix`` and ``gim_report_usage``.
+
+Issue ids are UUIDs; a child's id is accepted wherever a master's is and resolves to its master (search results
+and fix bundles always name the master). Confirmations are votes: one per identity (``ctx.principal.key``) per
+master, a repeat replaces the earlier vote, and the master's confidence is recomputed from the current votes
+(:mod:`gateway_plugins.gim.confidence`) in the same transaction, which first takes the master's row lock so
+concurrent confirmations of one issue are applied one after the other.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from gateway.api import CallContext, NotFound, ValidationFailed
+from gateway_plugins.gim.confidence import VoteTally
+from gateway_plugins.gim.schemas import (
+    ConfirmFixInput,
+    ConfirmFixOutput,
+    FixBundleOutput,
+    GetFixBundleInput,
+    ReportUsageInput,
+    ReportUsageOutput,
+)
+
+if TYPE_CHECKING:
+    from gateway_plugins.gim.core import GimCore
+
+__all__ = ["confirm_fix", "get_fix_bundle", "parse_issue_id", "report_usage", "resolve_master"]
+
+
+def parse_issue_id(value: str, field: str = "issue_id") -> str:
+    """The canonical form of a UUID, or ``validation_error``."""
+    try:
+        return str(uuid.UUID(value.strip()))
+    except (ValueError, AttributeError):
+        raise ValidationFailed(
+            f"invalid arguments: {field}: not a UUID",
+            details={"errors": [{"field": field, "message": "must be a UUID", "type": "uuid_parsing"}]},
+        ) from None
+
+
+async def resolve_master(core: GimCore, issue_id: str) -> str:
+    """The master id behind ``issue_id`` (a master or a child), or ``not_found``."""
+    canonical = parse_issue_id(issue_id)
+    master_id = await core.repo.resolve_master_id(core.store, canonical)
+    if master_id is None:
+        raise NotFound(f"Issue {canonical} not found.", details={"issue_id": canonical})
+    return master_id
+
+
+async def get_fix_bundle(core: GimCore, args: GetFixBundleInput, ctx: CallContext) -> FixBundleOutput:
+    master_id = await resolve_master(core, args.issue_id)
+    masters = await core.repo.masters(core.store, [master_id])
+    master = masters.get(master_id)
+    if master is None:
+        raise NotFound(f"Issue {master_id} not found.", details={"issue_id": master_id})
+    await core.record_event("fix_retrieved", ctx, issue_id=master_id)
+    return FixBundleOutput(
+        issue_id=master_id,
+        canonical_title=master.canonical_title,
+        root_cause=master.root_cause,
+        fix_bundle=master.fix_bundle,
+        confidence_score=round(master.confidence_score, 4),
+        verification_count=master.verification_count,
+    )
+
+
+async def confirm_fix(core: GimCore, args: ConfirmFixInput, ctx: CallContext) -> ConfirmFixOutput:
+    from gateway_plugins.gim.core import utcnow
+
+    master_id = await resolve_master(core, args.issue_id)
+    now = utcnow()
+    async with core.store.transaction() as tx:
+        if not await core.repo.lock_master(tx, master_id, now):
+            raise NotFound(f"Issue {master_id} not found.", details={"issue_id": master_id})
+        await core.repo.upsert_vote(
+            tx,
+            {
+                "issue_id": master_id,
+                "voter": ctx.principal.key,
+                "success": args.success,
+                "environment": args.environment,
+                "notes": args.notes,
+                "session_id": args.session_id,
+                "now": now,
+            },
+        )
+        successes, failures = await core.repo.tally(tx, master_id)
+        confidence = core.confidence.score(VoteTally(successes, failures))
+        await core.repo.update_confidence(
+            tx,
+            master_id,
+            successes=successes,
+            failures=failures,
+            confidence=confidence,
+            confirmed_at=now if args.success else None,
+        )
+        await core.record_event(
+            "fix_confirmed", ctx, issue_id=master_id, session_id=args.session_id, success=args.success, db=tx
+        )
+    return ConfirmFixOutput(
+        status="confirmed",
+        issue_id=master_id,
+        updated_confidence=round(confidence, 4),
+        updated_verification_count=successes,
+    )
+
+
+async def report_usage(core: GimCore, args: ReportUsageInput, ctx: CallContext) -> ReportUsageOutput:
+    issue_id = await resolve_master(core, args.issue_id) if args.issue_id else None
+    event_id = await core.record_event(
+        args.event_type,
+        ctx,
+        issue_id=issue_id,
+        session_id=args.session_id,
+        model=args.model,
+        provider=args.provider,
+        timestamp=args.timestamp,
+    )
+    return ReportUsageOutput(status="recorded", event_id=event_id)

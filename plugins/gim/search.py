@@ -1,0 +1,94 @@
+"""``gim_search_issues``: sanitise the query, embed it, retrieve, group by master, rank, paginate.
+
+Pagination is by offset over the ranked masters; ``total_results`` counts the masters that passed the threshold
+among the candidates retrieved (``max(candidate_pool, (offset + limit) * oversampling)`` items per signal), so it
+is exact for every page a client can reach by paging through the results.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from gateway.api import CallContext, InsufficientData
+from gateway_plugins.gim.ranking import environment_matches, fuse, rank
+from gateway_plugins.gim.schemas import IssueSummary, SearchIssuesInput, SearchIssuesOutput
+from gateway_plugins.gim.signatures import lexical_tokens, normalise_error
+from gateway_plugins.gim.texts import COMBINED, ERROR, baseline_query_text, error_text
+
+if TYPE_CHECKING:
+    from gateway_plugins.gim.core import GimCore
+
+__all__ = ["search"]
+
+
+async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> SearchIssuesOutput:
+    text = await core.sanitization.sanitize_query(args.error_message)
+    signature = normalise_error(text)
+    query_text = error_text(signature, text) if core.hybrid else baseline_query_text(text)
+    if not any(ch.isalnum() for ch in text):
+        raise InsufficientData("The error message has nothing to search for.", details={"field": "error_message"})
+    await core.ensure_embedders()
+    await core.refresh_generations()
+    await core.catch_up()
+    query = await core.embeddings.embed_query(query_text)
+    pool = max(core.config.candidate_pool, math.ceil((args.offset + args.limit) * core.config.oversampling))
+    if core.hybrid:
+        dense = await core.vectors.query(query.embedder_id, query.vector, kind=ERROR, limit=pool)
+        lexical = core.lexical.search(lexical_tokens(query_text), limit=pool)
+        weight = core.config.lexical_weight
+    else:
+        dense = await core.vectors.query(query.embedder_id, query.vector, kind=COMBINED, limit=pool)
+        lexical, weight = [], 0.0
+    best = fuse(
+        ((str(h.payload["item_id"]), str(h.payload["master_id"]), h.score) for h in dense),
+        lexical,
+        lexical_weight=weight,
+    )
+    info = await core.repo.ranking_info(core.store, list(best))
+    wanted = {
+        "language": args.environment.language if args.environment else None,
+        "framework": args.environment.framework if args.environment else None,
+        "os": args.environment.os if args.environment else None,
+        "provider": args.provider,
+        "model": args.model,
+    }
+    boosts = {mid: environment_matches(environments, wanted) for mid, (_, environments) in info.items()}
+    ranked = rank(
+        best,
+        threshold=core.config.score_threshold,
+        confidence={mid: confidence for mid, (confidence, _) in info.items()},
+        boosts=boosts if core.hybrid else {},
+        boost=core.config.environment_boost if core.hybrid else 0.0,
+        use_confidence=core.hybrid,
+    )
+    page = ranked[args.offset : args.offset + args.limit]
+    masters = await core.repo.masters(core.store, [r.master_id for r in page])
+    page = [r for r in page if r.master_id in masters]  # gone between the two reads: leave it out
+    issues = [
+        IssueSummary(
+            issue_id=r.master_id,
+            canonical_title=masters[r.master_id].canonical_title,
+            root_cause_category=masters[r.master_id].root_cause_category,
+            relevance_score=round(r.relevance, 4),
+            confidence_score=round(masters[r.master_id].confidence_score, 4),
+            verification_count=masters[r.master_id].verification_count,
+            last_confirmed_at=masters[r.master_id].last_confirmed_at,
+            affected_models=masters[r.master_id].affected_models,
+        )
+        for r in page
+    ]
+    await core.record_event(
+        "search",
+        ctx,
+        issue_id=ranked[0].master_id if ranked else None,
+        model=args.model,
+        provider=args.provider,
+    )
+    return SearchIssuesOutput(
+        issues=issues,
+        total_results=len(ranked),
+        limit=args.limit,
+        offset=args.offset,
+        embedder=query.embedder_id,
+    )

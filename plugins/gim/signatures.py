@@ -1,0 +1,179 @@
+"""Error-signature normalisation: the same root cause yields the same signature across machines.
+
+Two reports of one failure differ in everything that is about the reporter rather than the failure: absolute
+paths (home directories, virtualenvs, temp build dirs), line and column numbers, memory addresses, version
+numbers, timestamps, UUIDs and hashes, sanitiser placeholders, prompts, caret underlines, and typographic
+quotes. :func:`normalise_error` removes those and keeps what identifies the failure: the exception type, its
+message, and the library-relative part of each path (``torch/cuda/__init__.py``), which names the component that
+failed. The exception lines are moved to the front so that an embedder that truncates long inputs still sees
+them.
+
+Nothing here is tuned to particular errors: every rule is a general property of stack traces and logs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["ErrorSignature", "lexical_tokens", "normalise_error", "normalise_text"]
+
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "`": "'", "\uff1a": ":"})
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_PLACEHOLDER = re.compile(r"<[A-Z][A-Z0-9_]*?(?:_\d+)?>")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>)\]]+", re.IGNORECASE)
+# A path: an optional drive or leading ./ ../ / ~, then at least two segments separated by / or \.
+_PATH = re.compile(
+    r"(?:[A-Za-z]:[\\/]|\\\\|~[\\/]|\.{1,2}[\\/]|[\\/])?(?:[\w.@+*<>\-]+[\\/])+[\w.@+*<>\-]+",
+)
+_LIBRARY_ROOTS = re.compile(
+    r"(?:site-packages|dist-packages|node_modules|vendor|gems|\.cargo[\\/]registry[\\/]src|go[\\/]pkg[\\/]mod)[\\/]",
+    re.IGNORECASE,
+)
+_TIMESTAMP = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}(?:[T ,]+\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?)?\b|"
+    r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"
+)
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
+_HEX = re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{12,}\b", re.IGNORECASE)
+_VERSION = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+(?:[a-z]+\d*)?(?:[+-][\w.]+)?(?![\w])", re.IGNORECASE)
+_GLUED_VERSION = re.compile(r"\b([a-z]{3,})\d+(?:\.\d+)+\b", re.IGNORECASE)  # python3.12, py3.7
+_LINE_REF = re.compile(r",?\s*\bline \d+\b|:\d+(?::\d+)?(?:-\d+)?\b", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
+_GUTTER = re.compile(r"^\s*(?:-+>|>)?\s*\d+\s*(?:\||$|\s)")  # notebook / compiler source gutters: "---> 16 x"
+_CARETS = re.compile(r"^[\s^~\-|]*$")
+_PROMPT = re.compile(r"^\s*(?:\([\w.\-]+\)\s*)?(?:[\w.\-]+@[\w.\-]+)?[:~\w/\\.\-]*[$#%>]\s+")
+_SPACES = re.compile(r"[ \t]+")
+_EXCEPTION_LINE = re.compile(
+    r"(?:^|[\s(\['\"])(?:E\s+)?(?P<type>[A-Za-z_][\w.]*?(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure))"
+    r"\b\s*(?::|$)"
+)
+_CAMEL_EXCEPTION = re.compile(r"^(?:E\s+)?(?:[a-z_][\w]*\.)*(?P<type>[A-Z][a-z0-9]*(?:[A-Z][A-Za-z0-9]*)+)\s*:")
+"""A line that starts with a dotted CamelCase compound and a colon: ``openai.lib._old_api.APIRemovedInV1:``."""
+_ERRNO_LINE = re.compile(r"\b(?:error|fatal|failed|failure|cannot|can't|unable|not found|refused|denied)\b", re.I)
+
+_STOPWORDS = frozenset(
+    "a an and are as at be been but by can could did do does for from had has have how i if in into is it its "
+    "me my no not of on or our so such than that the their then there these this to too was we were what when "
+    "which while will with you your".split()
+)
+
+
+@dataclass(frozen=True)
+class ErrorSignature:
+    """The machine-independent form of an error report."""
+
+    exception_type: str | None
+    """The last exception type named (``AttributeError``, ``APIRemovedInV1``), without its module prefix."""
+    key_lines: tuple[str, ...]
+    """Normalised lines that state the failure (exception lines, or lines that say error/failed/cannot)."""
+    text: str
+    """Key lines first, then the other normalised lines, each once: what is embedded and indexed."""
+    components: tuple[str, ...] = field(default=())
+    """Library-relative module paths seen in the frames (``torch/cuda/__init__.py``)."""
+
+    @property
+    def head(self) -> str:
+        """The failure statement alone (key lines), or the text's start when no line stood out."""
+        return "\n".join(self.key_lines) if self.key_lines else self.text[:400]
+
+
+def _shorten_path(match: re.Match[str], components: list[str]) -> str:
+    path = match.group(0)
+    if "/" not in path and "\\" not in path:
+        return path
+    parts = _LIBRARY_ROOTS.split(path)
+    if len(parts) > 1:
+        tail = parts[-1].replace("\\", "/")
+        # drop egg / wheel directory names: "plantcv-3.8.0.egg/plantcv/x.py" -> "plantcv/x.py"
+        segments = [s for s in tail.split("/") if s and not re.search(r"\.(?:egg|dist-info|whl)$", s)]
+        tail = "/".join(segments if len(segments) <= 3 else [segments[0], *segments[-2:]])
+        components.append(tail)
+        return tail
+    # a user's own path: keep the file name only
+    segments = [s for s in re.split(r"[\\/]", path) if s]
+    return segments[-1] if segments else ""
+
+
+def _clean(text: str) -> str:
+    return _ANSI.sub("", text.translate(_QUOTES))
+
+
+def normalise_text(text: str) -> str:
+    """Generic clean-up for prose (quotes, ANSI codes, sanitiser placeholders, runs of blanks)."""
+    text = _PLACEHOLDER.sub(" ", _clean(text))
+    return _SPACES.sub(" ", text).strip()
+
+
+def _normalise_line(line: str, components: list[str]) -> str:
+    line = _PROMPT.sub("", line)
+    line = _GUTTER.sub("", line)
+    line = _URL.sub(lambda m: m.group(0).split("://", 1)[1].split("/", 1)[0], line)
+    line = _TIMESTAMP.sub(" ", line)
+    line = _UUID.sub(" ", line)
+    line = _HEX.sub(" ", line)
+    line = _LINE_REF.sub(" ", line)
+    line = _PATH.sub(lambda m: _shorten_path(m, components), line)
+    line = _PLACEHOLDER.sub(" ", line)
+    line = _GLUED_VERSION.sub(r"\1", line)
+    line = _VERSION.sub(" ", line)
+    line = _NUMBER.sub(" ", line)
+    line = _SPACES.sub(" ", line).strip(" \t*")
+    return line
+
+
+def normalise_error(text: str) -> ErrorSignature:
+    """Normalise an error message or stack trace into its :class:`ErrorSignature`."""
+    components: list[str] = []
+    raw = _clean(text)
+    lines: list[str] = []
+    seen: set[str] = set()
+    key: list[str] = []
+    exc_type: str | None = None
+    for raw_line in raw.splitlines():
+        if not raw_line.strip() or _CARETS.match(raw_line):
+            continue
+        line = _normalise_line(raw_line, components)
+        if len(line) < 2 or line in seen:
+            continue
+        seen.add(line)
+        lines.append(line)
+        matches = list(_EXCEPTION_LINE.finditer(line))
+        camel = _CAMEL_EXCEPTION.match(line) if not matches else None
+        if matches or camel:
+            exc_type = (matches[-1] if matches else camel).group("type").rsplit(".", 1)[-1]  # type: ignore[union-attr]
+            key.append(line)
+    if not key:
+        key = [line for line in lines if _ERRNO_LINE.search(line)][-3:]
+    rest = [line for line in lines if line not in key]
+    body = "\n".join([*key, *rest])
+    return ErrorSignature(
+        exception_type=exc_type,
+        key_lines=tuple(key),
+        text=body,
+        components=tuple(dict.fromkeys(components)),
+    )
+
+
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def lexical_tokens(text: str) -> list[str]:
+    """Tokens for the lexical index: lower-cased identifiers and words, plus the parts of compound identifiers.
+
+    ``ModuleNotFoundError`` yields ``modulenotfounderror`` and ``module``, ``not``-free ``found``, ``error``;
+    ``torch._six`` yields ``torch`` and ``six``. Stop words and single characters are dropped.
+    """
+    out: list[str] = []
+    for raw in _TOKEN.findall(text):
+        word = raw.strip("_")
+        if not word:
+            continue
+        lower = word.lower()
+        if len(lower) > 1 and lower not in _STOPWORDS:
+            out.append(lower)
+        parts = [p.lower() for chunk in word.split("_") for p in _CAMEL.findall(chunk)]
+        if len(parts) > 1:
+            out.extend(p for p in parts if len(p) > 1 and p not in _STOPWORDS and not p.isdigit())
+    return out

@@ -1,0 +1,225 @@
+"""Submissions, search and confirmations through the MCP SDK client: new masters and merges, children found by
+search, pagination, confidence updates with one vote per identity, and fixes rising with confirmations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from gateway.api import Principal
+from gateway.testing import running_gateway
+from tests.plugins.gim.support import (
+    NUMPY_ACTIONS,
+    NUMPY_CAUSE,
+    NUMPY_ERROR,
+    NUMPY_FIX,
+    call,
+    gim_config,
+    submission,
+)
+
+pytestmark = pytest.mark.anyio
+
+NUMPY_WINDOWS = (
+    '  File "C:\\Users\\bob\\AppData\\Local\\Programs\\Python\\Python311\\lib\\site-packages\\sklearn\\utils.py", '
+    "line 88, in check\n    dtype=np.float\nAttributeError: module 'numpy' has no attribute 'float'"
+)
+NUMPY_PARAPHRASE = (
+    "Since numpy 1.24 the old aliases np.float/np.int/np.bool are gone, so legacy code referencing them fails."
+)
+PANDAS_ERROR = "AttributeError: 'DataFrame' object has no attribute 'append'. Did you mean: '_append'?"
+PANDAS_CAUSE = "pandas 2.0 removed DataFrame.append; code written for pandas 1.x must use pd.concat."
+PANDAS_ACTIONS = [
+    {"order": 1, "type": "command", "command": "use pd.concat([df, other])", "explanation": "append is gone"}
+]
+
+
+def numpy_submission(error: str = NUMPY_ERROR, cause: str = NUMPY_CAUSE, **kwargs: Any) -> dict[str, Any]:
+    return submission(error, cause, actions=NUMPY_ACTIONS, code_fix=NUMPY_FIX, **kwargs)
+
+
+async def test_new_master_then_merge_and_children_found_by_search(gim: Any) -> None:
+    first = await call(gim, "gim_submit_issue", numpy_submission())
+    assert first["status"] == "created" and first["merged"] is False
+    assert first["issue_id"] == first["master_issue_id"]
+    assert "contribution_type" not in first  # None is left out of the answer
+    other = await call(gim, "gim_submit_issue", submission(PANDAS_ERROR, PANDAS_CAUSE, actions=PANDAS_ACTIONS))
+    assert other["merged"] is False and other["master_issue_id"] != first["master_issue_id"]
+
+    dup = await call(
+        gim,
+        "gim_submit_issue",
+        numpy_submission(NUMPY_WINDOWS, NUMPY_PARAPHRASE, environment={"language": "python", "os": "windows"}),
+    )
+    assert dup["merged"] is True and dup["master_issue_id"] == first["master_issue_id"]
+    assert dup["issue_id"] != first["issue_id"]
+    assert dup["contribution_type"] == "environment"
+
+    # the child's own wording finds the master; a child id resolves to its master
+    found = await call(gim, "gim_search_issues", {"error_message": NUMPY_WINDOWS})
+    assert found["issues"][0]["issue_id"] == first["master_issue_id"]
+    bundle = await call(gim, "gim_get_fix_bundle", {"issue_id": dup["issue_id"]})
+    assert bundle["issue_id"] == first["master_issue_id"]
+    assert bundle["fix_bundle"]["env_actions"][0]["command"] == 'pip install "numpy<1.24"'
+    assert bundle["fix_bundle"]["code_fix"] == NUMPY_FIX
+    assert bundle["root_cause"] == NUMPY_CAUSE
+
+    core = gim.runtime.packs["gim"].core
+    master = (await core.repo.masters(core.store, [first["master_issue_id"]]))[first["master_issue_id"]]
+    assert master.child_issue_count == 1
+    assert any("windows" in label for label in master.environment_coverage)
+
+
+async def test_search_answer_shape_and_embedder(gim: Any) -> None:
+    created = await call(gim, "gim_submit_issue", numpy_submission())
+    found = await call(
+        gim,
+        "gim_search_issues",
+        {"error_message": "AttributeError: module 'numpy' has no attribute 'float'", "provider": "anthropic"},
+    )
+    assert found["total_results"] == 1 and found["limit"] == 10 and found["offset"] == 0
+    assert found["embedder"] == "local/all-MiniLM-L6-v2/384"
+    issue = found["issues"][0]
+    assert issue["issue_id"] == created["master_issue_id"]
+    assert set(issue) >= {
+        "canonical_title",
+        "root_cause_category",
+        "relevance_score",
+        "confidence_score",
+        "verification_count",
+        "last_confirmed_at",
+        "affected_models",
+    }
+    assert issue["affected_models"][0]["provider"] == "anthropic"
+    assert 0.2 <= issue["relevance_score"] <= 1.0
+    assert "/home/alice" not in issue["canonical_title"]
+
+
+async def test_pagination_by_offset(gim: Any) -> None:
+    for i, name in enumerate(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"]):
+        error = f"KeyError: 'missing_{name}_setting' while loading settings module {name}_conf"
+        cause = f"The {name} service expects a '{name}' entry in its settings file (case {i})."
+        await call(
+            gim,
+            "gim_submit_issue",
+            submission(
+                error,
+                cause,
+                actions=[{"order": 1, "type": "config", "command": f"add {name} to settings", "explanation": cause}],
+            ),
+        )
+    query = {"error_message": "KeyError: 'missing_setting' while loading settings module", "limit": 3}
+    pages = [await call(gim, "gim_search_issues", {**query, "offset": offset}) for offset in (0, 3, 6, 9)]
+    total = pages[0]["total_results"]
+    assert total == 7 and all(p["total_results"] == total for p in pages)
+    ids = [issue["issue_id"] for page in pages for issue in page["issues"]]
+    assert len(ids) == 7 and len(set(ids)) == 7
+    assert [len(p["issues"]) for p in pages] == [3, 3, 1, 0]
+    assert [p["offset"] for p in pages] == [0, 3, 6, 9] and all(p["limit"] == 3 for p in pages)
+    whole = await call(gim, "gim_search_issues", {**query, "limit": 10})
+    assert [i["issue_id"] for i in whole["issues"]] == ids
+
+
+async def _confirm(runtime: Any, who: str, issue_id: str, success: bool) -> dict[str, Any]:
+    context = runtime.new_context(principal=Principal(subject=who, all_scopes=True), transport="memory")
+    outcome = await runtime.call_tool("gim_confirm_fix", {"issue_id": issue_id, "success": success}, context)
+    assert not outcome.is_error, outcome.body
+    return outcome.body
+
+
+async def test_confidence_is_bayesian_with_one_vote_per_identity(gim: Any) -> None:
+    created = await call(gim, "gim_submit_issue", numpy_submission())
+    issue_id = created["master_issue_id"]
+    runtime = gim.runtime
+    first = await _confirm(runtime, "alice", issue_id, True)
+    assert first == {
+        "status": "confirmed",
+        "issue_id": issue_id,
+        "updated_confidence": 0.75,  # Beta(2, 1) prior + 1 success = 3/4
+        "updated_verification_count": 1,
+    }
+    assert (await _confirm(runtime, "bob", issue_id, True))["updated_confidence"] == 0.8  # 4/5
+    repeat = await _confirm(runtime, "alice", issue_id, True)  # a repeat replaces: nothing changes
+    assert repeat["updated_confidence"] == 0.8 and repeat["updated_verification_count"] == 2
+    changed = await _confirm(runtime, "alice", issue_id, False)  # alice changes her mind: 1 success, 1 failure
+    assert changed["updated_confidence"] == 0.6 and changed["updated_verification_count"] == 1
+    bundle = await call(gim, "gim_get_fix_bundle", {"issue_id": issue_id})
+    assert bundle["confidence_score"] == 0.6 and bundle["verification_count"] == 1
+    found = await call(gim, "gim_search_issues", {"error_message": NUMPY_ERROR})
+    assert found["issues"][0]["last_confirmed_at"] is not None
+
+
+async def test_confirmations_make_good_fixes_rise(gim: Any) -> None:
+    """Two issues equally relevant to a query: the one the community confirmed ranks first."""
+    shared = "ConnectionResetError: [Errno 104] Connection reset by peer while streaming the response"
+    a = await call(
+        gim,
+        "gim_submit_issue",
+        submission(
+            shared,
+            "The proxy closes idle keep-alive connections after 60s.",
+            actions=[
+                {
+                    "order": 1,
+                    "type": "config",
+                    "command": "keepalive_timeout 300",
+                    "explanation": "raise the proxy idle timeout",
+                }
+            ],
+        ),
+    )
+    b = await call(
+        gim,
+        "gim_submit_issue",
+        submission(
+            shared,
+            "The server's worker is killed by the OOM killer mid-response.",
+            actions=[
+                {
+                    "order": 1,
+                    "type": "config",
+                    "command": "raise the memory limit",
+                    "explanation": "give workers more memory",
+                }
+            ],
+        ),
+    )
+    assert a["master_issue_id"] != b["master_issue_id"]
+    before = await call(gim, "gim_search_issues", {"error_message": shared})
+    scores = {i["issue_id"]: i["relevance_score"] for i in before["issues"]}
+    assert scores[a["master_issue_id"]] == scores[b["master_issue_id"]]
+    underdog = sorted(scores)[1] if before["issues"][0]["issue_id"] == sorted(scores)[0] else sorted(scores)[0]
+    for who in ("u1", "u2", "u3"):
+        await _confirm(gim.runtime, who, underdog, True)
+    after = await call(gim, "gim_search_issues", {"error_message": shared})
+    assert after["issues"][0]["issue_id"] == underdog
+    assert after["issues"][0]["confidence_score"] > after["issues"][1]["confidence_score"]
+
+
+async def test_concurrent_submissions_of_one_new_issue_make_one_master(gim: Any) -> None:
+    results: list[dict[str, Any]] = []
+
+    async def one(i: int) -> None:
+        env = {"language": "python", "os": ["linux", "macos", "windows"][i % 3]}
+        results.append(await call(gim, "gim_submit_issue", numpy_submission(environment=env)))
+
+    async with anyio.create_task_group() as group:
+        for i in range(8):
+            group.start_soon(one, i)
+    masters = {r["master_issue_id"] for r in results}
+    assert len(masters) == 1
+    assert sum(1 for r in results if not r["merged"]) == 1
+
+
+async def test_baseline_strategy_runs_through_the_same_tools(data_dir: Path) -> None:
+    async with running_gateway(gim_config(gim={"strategy": "baseline"}), data_dir) as client:
+        first = await call(client, "gim_submit_issue", numpy_submission())
+        same = await call(client, "gim_submit_issue", numpy_submission())
+        assert same["merged"] is True and same["master_issue_id"] == first["master_issue_id"]
+        found = await call(client, "gim_search_issues", {"error_message": NUMPY_ERROR})
+        assert found["issues"][0]["issue_id"] == first["master_issue_id"]
+        core = client.runtime.packs["gim"].core
+        assert core.kinds == ("combined",)

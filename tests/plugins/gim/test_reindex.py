@@ -1,0 +1,140 @@
+"""Reindexing (gateway.api.Reindexable): vectors missed during an embedder outage are filled in; a full reindex
+builds a new generation beside the active one, switches when complete, and resumes after an interruption."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.testing import running_gateway
+from tests.fakes.gemini import FakeResponse
+from tests.plugins.gim.support import NUMPY_ACTIONS, NUMPY_CAUSE, NUMPY_ERROR, call, gim_config, submission
+
+pytestmark = pytest.mark.anyio
+
+ISSUES = [
+    (NUMPY_ERROR, NUMPY_CAUSE),
+    ("ModuleNotFoundError: No module named 'distutils'", "Python 3.12 removed distutils from the standard library."),
+    ("TypeError: Client.__init__() got an unexpected keyword argument 'proxies'", "httpx 0.28 removed proxies=."),
+]
+
+
+def _chain_config(fake_gemini: Any, **gim: Any) -> dict[str, Any]:
+    config = gim_config(gim=gim)
+    config["providers"]["embedder"] = ["gemini", "local"]
+    config["plugins"]["embedder"] = {
+        "gemini": {
+            "api_key": "test-key",
+            "base_url": fake_gemini.base_url,
+            "output_dimensionality": 64,
+            "max_retries": 0,
+        }
+    }
+    return config
+
+
+async def _submit_all(client: Any) -> list[str]:
+    ids = []
+    for error, cause in ISSUES:
+        created = await call(client, "gim_submit_issue", submission(error, cause, actions=NUMPY_ACTIONS))
+        ids.append(created["issue_id"])
+    return ids
+
+
+async def test_missing_vectors_after_an_outage_are_filled(data_dir: Path, fake_gemini: Any) -> None:
+    fake_gemini.enqueue(FakeResponse(status=503))  # Gemini is down for the first submission (then its breaker opens)
+    async with running_gateway(_chain_config(fake_gemini), data_dir) as client:
+        ids = await _submit_all(client)
+        pack = client.runtime.packs["gim"]
+        core = pack.core
+        gemini_id, local_id = (e.id for e in core.embeddings.embedders)
+        assert await core.repo.vector_item_ids(core.store, gemini_id, 0) == set()
+        assert await core.repo.vector_item_ids(core.store, local_id, 0) == set(ids)
+        calls: list[tuple[int, int]] = []
+        reports = await pack.reindex(missing_only=True, progress=lambda done, total: calls.append((done, total)))
+        by_id = {r.embedder_id: r for r in reports}
+        assert by_id[gemini_id].embedded == 3 and by_id[local_id].embedded == 0
+        assert by_id[local_id].skipped == 3 and by_id[gemini_id].total == 3
+        assert calls and calls[-1] == (3, 3)
+        assert await core.repo.vector_item_ids(core.store, gemini_id, 0) == set(ids)
+        vector = (
+            await core.embeddings.embedders[0].embed(
+                [core.lexical and "ModuleNotFoundError: No module named 'distutils'"], task="query"
+            )
+        )[0]
+        hits = await core.vectors.query(gemini_id, vector, kind="error", limit=1)
+        assert hits[0].payload["item_id"] == ids[1]
+
+
+async def test_full_reindex_switches_generation_and_resumes(data_dir: Path) -> None:
+    async with running_gateway(gim_config(gim={"reindex_batch": 1}), data_dir) as client:
+        ids = await _submit_all(client)
+        pack = client.runtime.packs["gim"]
+        core = pack.core
+        (embedder_id,) = core.vectors.generations
+
+        def interrupt(done: int, total: int) -> None:
+            if done >= 1:
+                raise KeyboardInterrupt  # the operator pressed Ctrl-C after the first item
+
+        with pytest.raises(KeyboardInterrupt):
+            await pack.reindex(missing_only=False, progress=interrupt)
+        generation = core.vectors.generation(embedder_id)
+        assert generation.active == 0 and generation.building == 1
+        assert len(await core.repo.vector_item_ids(core.store, embedder_id, 1)) == 1
+        found = await call(client, "gim_search_issues", {"error_message": ISSUES[1][0]})
+        assert found["issues"][0]["issue_id"] == ids[1]  # searches keep using generation 0
+
+        late = await call(
+            client, "gim_submit_issue", submission("KeyError: 'HOME' in os.environ", "HOME unset in cron")
+        )
+        (report,) = await pack.reindex(missing_only=False, progress=lambda done, total: None)
+        assert report.embedded == 2  # resumed: the item done before the interruption and the late one are skipped
+        generation = core.vectors.generation(embedder_id)
+        assert generation.active == 1 and generation.building is None
+        collections = [c for c in await core.vectors.store.list_collections() if c.startswith("gim__")]
+        assert collections == ["gim__local-all-minilm-l6-v2-384__g1"]
+        assert await core.repo.vector_item_ids(core.store, embedder_id, 0) == set()
+        assert await core.repo.vector_item_ids(core.store, embedder_id, 1) == {*ids, late["issue_id"]}
+        for (error, _), issue in zip(ISSUES, ids, strict=True):
+            found = await call(client, "gim_search_issues", {"error_message": error})
+            assert found["issues"][0]["issue_id"] == issue
+    async with running_gateway(gim_config(), data_dir) as client:  # the switch survives a restart
+        found = await call(client, "gim_search_issues", {"error_message": ISSUES[2][0]})
+        assert found["issues"][0]["issue_id"] == ids[2]
+
+
+def test_gateway_reindex_command_drives_the_pack(tmp_path: Path, data_dir: Path) -> None:
+    """``gateway reindex`` (the host's command) reindexes the gim pack through gateway.api.Reindexable."""
+    import anyio
+    from click.testing import CliRunner
+
+    from gateway.cli import cli
+
+    async def seed() -> list[str]:
+        async with running_gateway(gim_config(), data_dir) as client:
+            return await _submit_all(client)
+
+    ids = anyio.run(seed)
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[gateway]\ndata_dir = "{data_dir.as_posix()}"\nlog_level = "warning"\n[packs]\nenabled = ["gim"]\n'
+        '[providers]\nembedder = ["local"]\nvector_store = "qdrant-edge"\nstore = "sqlite"\nrate_limiter = "memory"\n'
+        'auth = "none"\n'
+    )
+    runner = CliRunner()
+    assert runner.invoke(cli, ["reindex", "--missing", "--config", str(config)]).exit_code == 0
+    full = runner.invoke(cli, ["reindex", "--config", str(config)])
+    assert full.exit_code == 0, full.output
+
+    async def check() -> None:
+        async with running_gateway(gim_config(), data_dir) as client:
+            core = client.runtime.packs["gim"].core
+            (generation,) = core.vectors.generations.values()
+            assert generation.active == 1
+            found = await call(client, "gim_search_issues", {"error_message": ISSUES[0][0]})
+            assert found["issues"][0]["issue_id"] == ids[0]
+
+    anyio.run(check)

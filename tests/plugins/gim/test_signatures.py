@@ -1,0 +1,76 @@
+"""Error-signature normalisation: what differs between machines goes, what identifies the failure stays."""
+
+from __future__ import annotations
+
+from gateway_plugins.gim.signatures import lexical_tokens, normalise_error, normalise_text
+
+
+def test_two_machines_one_signature() -> None:
+    linux = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/alice/.venv/lib/python3.11/site-packages/torch/cuda/__init__.py", line 289, in _lazy_init\n'
+        '    raise AssertionError("Torch not compiled with CUDA enabled")\n'
+        "AssertionError: Torch not compiled with CUDA enabled"
+    )
+    windows = (
+        "Traceback (most recent call last):\n"
+        '  File "C:\\Users\\Bob\\miniconda3\\envs\\py310\\lib\\site-packages\\torch\\cuda\\__init__.py", line 239, '
+        "in _lazy_init\n"
+        '    raise AssertionError("Torch not compiled with CUDA enabled")\n'
+        "AssertionError: Torch not compiled with CUDA enabled"
+    )
+    a, b = normalise_error(linux), normalise_error(windows)
+    assert a.text == b.text
+    assert a.exception_type == "AssertionError"
+    assert a.components == ("torch/cuda/__init__.py",)
+    assert a.text.startswith("AssertionError: Torch not compiled with CUDA enabled")  # the failure leads
+    for noise in ("alice", "Bob", "289", "239", "python3.11", "py310"):
+        assert noise not in a.text + b.text
+
+
+def test_versions_timestamps_addresses_and_placeholders_go() -> None:
+    text = (
+        "2024-03-01 12:00:01,123 ERROR worker <0x7f3a2b1c9d80> crashed: numpy 1.24.0 has no attribute 'float' "
+        "(request 3f2b9c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4e, user <EMAIL_1>, path /Users/<PATH_USER_1>/app/main.py:17:5)"
+    )
+    sig = normalise_error(text)
+    for gone in ("2024", "12:00", "0x7f", "1.24.0", "3f2b9c1e", "<EMAIL_1>", "PATH_USER", ":17"):
+        assert gone not in sig.text, gone
+    assert "has no attribute 'float'" in sig.text and "main.py" in sig.text
+
+
+def test_typographic_quotes_and_exception_types() -> None:
+    sig = normalise_error(
+        "Am running numpy and get \u2018AttributeError: module \u2018numpy\u2019 has no attribute\u2019"
+    )
+    assert "'numpy'" in sig.text and sig.exception_type == "AttributeError"
+    assert normalise_error("openai.lib._old_api.APIRemovedInV1:\n\nYou tried to access").exception_type == (
+        "APIRemovedInV1"
+    )
+    assert normalise_error("E   TypeError: Descriptors cannot not be created directly.").exception_type == "TypeError"
+    generic = normalise_error("Module not found: Error: Can't resolve 'crypto'")  # a bare Error names no type
+    assert generic.exception_type is None and generic.key_lines == ("Module not found: Error: Can't resolve 'crypto'",)
+    plain = normalise_error("nvcc fatal : Unsupported gpu architecture 'compute_86'")
+    assert plain.exception_type is None and plain.key_lines == (
+        "nvcc fatal : Unsupported gpu architecture 'compute_86'",
+    )
+
+
+def test_repeated_lines_and_gutters_are_dropped() -> None:
+    notebook = "---> 16 from llama_index.llms import HuggingFaceLLM\n     17 # comment\n\nImportError: cannot import"
+    sig = normalise_error(notebook)
+    assert sig.text.splitlines()[0] == "ImportError: cannot import"
+    assert "from llama_index.llms import HuggingFaceLLM" in sig.text and "16" not in sig.text
+    assert normalise_error("x failed\nx failed\nx failed").text == "x failed"
+
+
+def test_lexical_tokens_split_identifiers() -> None:
+    tokens = lexical_tokens("ModuleNotFoundError: No module named 'torch._six' in the PILLOW_VERSION check")
+    assert {"modulenotfounderror", "module", "found", "error", "torch", "six", "pillow_version", "pillow"} <= set(
+        tokens
+    )
+    assert "the" not in tokens and "in" not in tokens
+
+
+def test_normalise_text_for_prose() -> None:
+    assert normalise_text("The key <API_KEY_1> was \u201crevoked\u201d  \n") == 'The key was "revoked"'

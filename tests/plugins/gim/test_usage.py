@@ -1,0 +1,107 @@
+"""Usage events (recorded by the tools and by gim_report_usage) and the statistics served as MCP resources
+(gim://stats, gim://issues/{issue_id}/stats) and by ``gateway gim stats``."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+from gateway.cli import cli
+from gateway.testing import running_gateway
+from tests.plugins.gim.support import NUMPY_ACTIONS, NUMPY_CAUSE, NUMPY_ERROR, call, gim_config, submission
+
+
+async def _read(client: Any, uri: str) -> dict[str, Any]:
+    result = await client.read_resource(uri)
+    return json.loads(result.contents[0].text)
+
+
+async def _activity(client: Any) -> str:
+    created = await call(client, "gim_submit_issue", submission(NUMPY_ERROR, NUMPY_CAUSE, actions=NUMPY_ACTIONS))
+    issue = created["master_issue_id"]
+    await call(client, "gim_search_issues", {"error_message": NUMPY_ERROR})
+    await call(client, "gim_search_issues", {"error_message": "AttributeError: module 'numpy' has no attribute 'int'"})
+    await call(client, "gim_search_issues", {"error_message": "zzz qqq nothing alike at all"})
+    await call(client, "gim_get_fix_bundle", {"issue_id": issue})
+    applied = {
+        "event_type": "fix_applied",
+        "issue_id": issue,
+        "session_id": "session-1",
+        "timestamp": "2025-01-27T10:00:00Z",
+        "model": "m",
+        "provider": "anthropic",
+    }
+    recorded = await call(client, "gim_report_usage", applied)
+    assert recorded["status"] == "recorded" and uuid.UUID(recorded["event_id"])
+    await call(client, "gim_report_usage", {**applied, "session_id": "session-2"})
+    await call(client, "gim_confirm_fix", {"issue_id": issue, "success": True, "session_id": "session-1"})
+    return issue
+
+
+@pytest.mark.anyio
+async def test_stats_resources(gim: Any) -> None:
+    issue = await _activity(gim)
+    listed = await gim.list_resources()
+    assert "gim://stats" in {str(r.uri) for r in listed.resources}
+    templates = await gim.list_resource_templates()
+    assert "gim://issues/{issue_id}/stats" in {t.uri_template for t in templates.resource_templates}
+
+    stats = await _read(gim, "gim://stats")
+    assert stats["total_queries"] == 3 and stats["queries_24h"] == 3
+    assert stats["total_issues_submitted"] == 1
+    assert stats["total_issues_resolved"] == 1 and stats["resolutions_24h"] == 1
+    assert stats["top_queried_issues"] == [issue] and stats["top_resolved_issues"] == [issue]
+    assert stats["active_sessions_24h"] >= 1  # the 2025 events are older than 24 hours
+
+    per_issue = await _read(gim, f"gim://issues/{issue}/stats")
+    assert per_issue["issue_id"] == issue
+    assert per_issue["total_queries"] == 2  # the unrelated search found nothing
+    assert per_issue["total_fix_retrieved"] == 1
+    assert per_issue["total_fix_applied"] == 2 and per_issue["total_resolved"] == 1
+    assert per_issue["resolution_rate"] == 0.5
+    assert per_issue["last_queried_at"] is not None and per_issue["last_resolved_at"] is not None
+
+
+def test_cli_gim_stats(tmp_path: Path, data_dir: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"""
+[gateway]
+data_dir = "{data_dir.as_posix()}"
+log_level = "warning"
+[packs]
+enabled = ["gim"]
+[providers]
+embedder = ["local"]
+vector_store = "qdrant-edge"
+store = "sqlite"
+rate_limiter = "memory"
+auth = "none"
+[sanitize]
+error_message = ["patterns"]
+code = ["patterns"]
+free_text = ["patterns"]
+query = ["patterns"]
+"""
+    )
+
+    async def seed() -> str:
+        async with running_gateway(gim_config(), data_dir) as client:
+            return await _activity(client)
+
+    issue = anyio.run(seed)
+    runner = CliRunner()
+    overall = runner.invoke(cli, ["--config", str(config), "gim", "stats"])
+    assert overall.exit_code == 0, overall.output
+    assert json.loads(overall.stdout)["total_queries"] == 3
+    one = runner.invoke(cli, ["--config", str(config), "gim", "stats", "--issue", issue])
+    assert one.exit_code == 0, one.output
+    assert json.loads(one.stdout)["total_resolved"] == 1
+    unknown = runner.invoke(cli, ["--config", str(config), "gim", "stats", "--issue", str(uuid.uuid4())])
+    assert unknown.exit_code != 0 and "not_found" in unknown.output
