@@ -307,10 +307,33 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
+def model_cost(data_dir: Path, samples: int = 100) -> dict[str, float]:
+    """The local embedder's own latency on the benchmark's texts (the machine's speed, for context): one search
+    query, and one submission's two documents (error signature + resolution)."""
+    from gateway_plugins.embedders.local import LocalEmbedder
+    from gateway_plugins.gim.bulk import prepare_trusted
+    from gateway_plugins.gim.schemas import SubmitIssueInput
+    from gateway_plugins.gim.signatures import normalise_error
+
+    embedder = LocalEmbedder.load(cache_dir=data_dir / "providers" / "embedder" / "local")
+    prepared = [prepare_trusted(SubmitIssueInput.model_validate(issue(i))) for i in range(samples)]
+    queries = [normalise_error(query_for(i)["error_message"]).text for i in range(samples)]
+    embedder.embed_sync(queries[:2])
+    timings: dict[str, list[float]] = {"query": [], "pair": []}
+    for p, q in zip(prepared, queries, strict=True):
+        t = time.perf_counter()
+        embedder.embed_sync([q])
+        timings["query"].append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        embedder.embed_sync([p.texts["error"], p.texts["resolution"]])
+        timings["pair"].append((time.perf_counter() - t) * 1000)
+    return {"embed_query_ms": statistics.median(timings["query"]), "embed_pair_ms": statistics.median(timings["pair"])}
+
+
 async def measure(config: Path, ids: list[str], real: int, searches: int, submits: int) -> dict[str, float]:
     size = len(ids)
     params = StdioServerParameters(command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config)])
-    out: dict[str, float] = {}
+    out: dict[str, float] = {"load": os.getloadavg()[0]}
     started = time.perf_counter()
     async with Client(params, read_timeout_seconds=600) as client:
         await client.list_tools()
@@ -376,6 +399,7 @@ async def run(args: argparse.Namespace) -> None:
             seeded, ids = await seed(config, size, args.real, log)
             log(f"size {size}: measuring over stdio ...")
             measured = await measure(config, ids, args.real, args.searches, args.submits)
+            measured.update(model_cost(data_dir))
             rows.append((size, seeded, measured))
     print()
     header = (
@@ -389,6 +413,8 @@ async def run(args: argparse.Namespace) -> None:
         "top-1",
         "submits/s",
         "submits/s (4 in flight)",
+        "model: query / 2 docs",
+        "load avg",
     )
     table = [header]
     for size, seeded, measured in rows:
@@ -404,6 +430,8 @@ async def run(args: argparse.Namespace) -> None:
                 f"{measured['search_top1']:.2f}",
                 f"{measured['submit_per_s']:.1f}",
                 f"{measured['submit_concurrent_per_s']:.1f}",
+                f"{measured['embed_query_ms']:.1f} / {measured['embed_pair_ms']:.1f} ms",
+                f"{measured['load']:.1f}",
             )
         )
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]

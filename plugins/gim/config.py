@@ -16,9 +16,12 @@ merged:
     summary); the query embeds the error with empty root-cause and fix sections; ranking by similarity alone;
     merge when the best combined similarity reaches ``duplicate_threshold`` (0.85).
 
-The thresholds were calibrated once on the development split of the evaluation set with the local MiniLM embedder
-(see ``bench/gim_eval.py``); the plateau around them is wide (error 0.55-0.60, resolution 0.75-0.80 give the same
-results), so they are not tuned to individual entries. Another embedder has another similarity scale: re-check them
+The two duplicate thresholds were set once, with the local MiniLM embedder, at the middle of the ranges that give
+the same result on the development split of the evaluation set (``bench/gim_eval.py``): the resolution similarity
+separates look-alike errors with different causes from paraphrased duplicates anywhere in 0.73-0.81 (below, hard
+negatives merge; above, paraphrases stop merging), hence 0.77; the error evidence changes nothing from 0.4 to
+0.6 (the resolution rule does the separating; above 0.6 reworded reports stop merging), hence 0.5. Neither is
+tuned to individual entries. Another embedder has another similarity scale: re-check them
 with the benchmark when the chain's fallback embedder changes (the duplicate decision always uses the fallback).
 """
 
@@ -43,8 +46,8 @@ class GimConfig(BaseModel):
         0.05, ge=0.0, le=1.0, description="Relative boost per matching language/framework/os/provider/model."
     )
     duplicate_threshold: float = Field(0.85, ge=0.0, le=1.0, description="baseline: combined-vector merge threshold.")
-    dedup_error_threshold: float = Field(0.60, ge=0.0, le=1.0, description="hybrid: error evidence to merge.")
-    dedup_resolution_threshold: float = Field(0.78, ge=0.0, le=1.0, description="hybrid: resolution similarity.")
+    dedup_error_threshold: float = Field(0.50, ge=0.0, le=1.0, description="hybrid: error evidence to merge.")
+    dedup_resolution_threshold: float = Field(0.77, ge=0.0, le=1.0, description="hybrid: resolution similarity.")
     require_same_exception_type: bool = Field(
         False, description="hybrid: also require the exception types to agree (see gateway_plugins.gim.dedup)."
     )

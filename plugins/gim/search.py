@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from gateway.api import CallContext, InsufficientData
+import anyio
+
+from gateway.api import CallContext, InsufficientData, QueryEmbedding, ToolError
 from gateway_plugins.gim.ranking import environment_matches, fuse, rank
 from gateway_plugins.gim.schemas import IssueSummary, SearchIssuesInput, SearchIssuesOutput
 from gateway_plugins.gim.signatures import lexical_tokens, normalise_error
@@ -29,23 +31,32 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
     if not any(ch.isalnum() for ch in text):
         raise InsufficientData("The error message has nothing to search for.", details={"field": "error_message"})
     await core.ensure_embedders()
-    await core.refresh_generations()
-    await core.catch_up()
-    query = await core.embeddings.embed_query(query_text)
     pool = max(core.config.candidate_pool, math.ceil((args.offset + args.limit) * core.config.oversampling))
-    if core.hybrid:
-        dense = await core.vectors.query(query.embedder_id, query.vector, kind=ERROR, limit=pool)
-        lexical = core.lexical.search(lexical_tokens(query_text), limit=pool)
-        weight = core.config.lexical_weight
-    else:
-        dense = await core.vectors.query(query.embedder_id, query.vector, kind=COMBINED, limit=pool)
-        lexical, weight = [], 0.0
+    embedded: list[QueryEmbedding] = []
+
+    async def embed() -> None:
+        embedded.append(await core.embeddings.embed_query(query_text))
+
+    # The query embedding (the slow part, in a worker thread) runs while the lexical side and its masters' ranking
+    # facts are fetched.
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(embed)
+            await core.refresh_generations()
+            await core.catch_up()
+            lexical = core.lexical.search(lexical_tokens(query_text), limit=pool) if core.hybrid else []
+            info = await core.repo.ranking_info(core.store, sorted({hit.master_id for hit in lexical}))
+    except BaseExceptionGroup as failure:  # surface the error itself (a ToolError keeps its code)
+        raise _leaf(failure) from None
+    (query,) = embedded
+    kind = ERROR if core.hybrid else COMBINED
+    dense = await core.vectors.query(query.embedder_id, query.vector, kind=kind, limit=pool)
     best = fuse(
         ((str(h.payload["item_id"]), str(h.payload["master_id"]), h.score) for h in dense),
         lexical,
-        lexical_weight=weight,
+        lexical_weight=core.config.lexical_weight if core.hybrid else 0.0,
     )
-    info = await core.repo.ranking_info(core.store, list(best))
+    info.update(await core.repo.ranking_info(core.store, sorted(set(best) - set(info))))
     wanted = {
         "language": args.environment.language if args.environment else None,
         "framework": args.environment.framework if args.environment else None,
@@ -92,3 +103,21 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
         offset=args.offset,
         embedder=query.embedder_id,
     )
+
+
+def _leaf(group: BaseExceptionGroup) -> BaseException:
+    """The first error of a task group, a :class:`ToolError` preferred (cancellations are never the cause)."""
+    leaves: list[BaseException] = []
+
+    def walk(error: BaseException) -> None:
+        if isinstance(error, BaseExceptionGroup):
+            for inner in error.exceptions:
+                walk(inner)
+        else:
+            leaves.append(error)
+
+    walk(group)
+    for error in leaves:
+        if isinstance(error, ToolError):
+            return error
+    return next((e for e in leaves if not isinstance(e, anyio.get_cancelled_exc_class())), leaves[0])

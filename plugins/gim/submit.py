@@ -34,6 +34,8 @@ __all__ = ["Decision", "submit"]
 
 _NEW_SYMPTOM_BELOW = 0.95
 """A child whose error signature is less similar than this to every item of its master adds a symptom."""
+_MAX_VALUES = 200
+"""Bound on the environment labels and values a master accumulates (a popular issue must not grow without end)."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ def _environments(prepared: Prepared, existing: Mapping[str, Sequence[str]] | No
     }
     out = {key: list(existing.get(key, ())) for key in values} if existing else {key: [] for key in values}
     for key, value in values.items():
-        if value and value not in out[key]:
+        if value and value not in out[key] and len(out[key]) < _MAX_VALUES:
             out[key].append(value)
     return out
 
@@ -174,11 +176,12 @@ def _child_row(item_id: str, master: MasterIssue, prepared: Prepared, contributi
 def _enrichment(master_row: Mapping[str, Any], prepared: Prepared, contribution: str, now: Any) -> dict[str, Any]:
     models = list(master_row["affected_models"])
     model = prepared.model_info.model_dump(mode="json")
-    if not any(m["provider"] == model["provider"] and m["model_name"] == model["model_name"] for m in models):
+    known = any(m["provider"] == model["provider"] and m["model_name"] == model["model_name"] for m in models)
+    if not known and len(models) < _MAX_VALUES:
         models.append(model)
     coverage = list(master_row["environment_coverage"])
     key = prepared.environment.coverage_key()
-    if key and key not in coverage:
+    if key and key not in coverage and len(coverage) < _MAX_VALUES:
         coverage.append(key)
     notes = dict(master_row["model_specific_notes"])
     if contribution == "model_quirk":

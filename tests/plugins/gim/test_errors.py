@@ -84,6 +84,20 @@ async def test_internal_error_does_not_leak(gim: Any) -> None:
     assert set(error["error"]["details"]) == {"correlation_id"}
 
 
+async def test_embedder_outage_is_service_unavailable(gim: Any) -> None:
+    from gateway.api import ServiceUnavailable
+
+    core = gim.runtime.packs["gim"].core
+    await core.ensure_embedders()
+
+    async def down(text: str) -> Any:
+        raise ServiceUnavailable("no embedder could embed the query", details={"embedder": "local"})
+
+    core.embeddings.embed_query = down
+    error = await call_error(gim, "gim_search_issues", {"error_message": NUMPY_ERROR})
+    assert _code(error) == "service_unavailable"
+
+
 async def test_sanitization_failure_is_the_spec_rejection(data_dir: Path, fake_gemini: Any) -> None:
     """A layer that cannot vouch for a field refuses the whole submission (fail closed): nothing is stored."""
     fake_gemini.generate_text = lambda request: "this is not the JSON the schema asks for"

@@ -15,9 +15,17 @@ from tests.plugins.gim.support import NUMPY_ACTIONS, NUMPY_CAUSE, NUMPY_ERROR, c
 pytestmark = pytest.mark.anyio
 
 ISSUES = [
-    (NUMPY_ERROR, NUMPY_CAUSE),
-    ("ModuleNotFoundError: No module named 'distutils'", "Python 3.12 removed distutils from the standard library."),
-    ("TypeError: Client.__init__() got an unexpected keyword argument 'proxies'", "httpx 0.28 removed proxies=."),
+    (NUMPY_ERROR, NUMPY_CAUSE, NUMPY_ACTIONS),
+    (
+        "ModuleNotFoundError: No module named 'distutils'",
+        "Python 3.12 removed distutils from the standard library.",
+        [{"order": 1, "type": "install", "command": "pip install setuptools", "explanation": "distutils shim"}],
+    ),
+    (
+        "TypeError: Client.__init__() got an unexpected keyword argument 'proxies'",
+        "httpx 0.28 removed proxies=.",
+        [{"order": 1, "type": "downgrade", "command": "pip install httpx==0.27.2", "explanation": "keep proxies="}],
+    ),
 ]
 
 
@@ -37,8 +45,8 @@ def _chain_config(fake_gemini: Any, **gim: Any) -> dict[str, Any]:
 
 async def _submit_all(client: Any) -> list[str]:
     ids = []
-    for error, cause in ISSUES:
-        created = await call(client, "gim_submit_issue", submission(error, cause, actions=NUMPY_ACTIONS))
+    for error, cause, actions in ISSUES:
+        created = await call(client, "gim_submit_issue", submission(error, cause, actions=actions))
         ids.append(created["issue_id"])
     return ids
 
@@ -98,7 +106,7 @@ async def test_full_reindex_switches_generation_and_resumes(data_dir: Path) -> N
         assert collections == ["gim__local-all-minilm-l6-v2-384__g1"]
         assert await core.repo.vector_item_ids(core.store, embedder_id, 0) == set()
         assert await core.repo.vector_item_ids(core.store, embedder_id, 1) == {*ids, late["issue_id"]}
-        for (error, _), issue in zip(ISSUES, ids, strict=True):
+        for (error, _, _), issue in zip(ISSUES, ids, strict=True):
             found = await call(client, "gim_search_issues", {"error_message": error})
             assert found["issues"][0]["issue_id"] == issue
     async with running_gateway(gim_config(), data_dir) as client:  # the switch survives a restart
