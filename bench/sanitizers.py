@@ -8,18 +8,29 @@ fields: a positive is caught when every labelled secret is gone from the output 
 so it also counts as caught); a negative is a false positive when the output differs from the input at all
 (a refusal counts too). detect-secrets runs with its default plugins and filters, each record scanned as a
 file (``scan_file``): a positive is caught when every labelled secret lies on a flagged line, a negative is a
-false positive when any line is flagged. Throughput is CPU time (``time.process_time``), so a busy machine does not
-distort it.
+false positive when any line is flagged.
+
+Throughput is MB (10^6 bytes of UTF-8) of input per second of CPU time (``time.process_time``: other jobs on a
+shared machine do not count, though they still slow the CPU down through shared caches). Layer 1 is timed as
+the pipeline calls it, ``PatternSanitizer.sanitize_sync`` with a fresh ``PlaceholderMap`` (findings,
+placeholders and the redacted text included), two ways: one call per record (783 texts of 154 bytes on
+average: this includes the fixed cost of every call, and is the figure the >= 5 MB/s target is judged on) and
+the whole corpus joined into one text (scanning speed). Each figure is the best of several rounds over the
+whole corpus, as ``timeit`` advises (the slower rounds measure interference, not the code); the median is
+shown too. The memo of IP classifications is emptied before every round, so no round profits from the
+previous one.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -30,6 +41,8 @@ sys.path.insert(0, str(ROOT))
 from gateway.api import FieldKind, PlaceholderMap  # noqa: E402
 from gateway.sanitization import SanitizationPipeline  # noqa: E402
 from gateway_plugins.sanitizers.contextual import ContextualSanitizer  # noqa: E402
+from gateway_plugins.sanitizers.gate import Re2Gate  # noqa: E402
+from gateway_plugins.sanitizers.heuristics import is_public_ip  # noqa: E402
 from gateway_plugins.sanitizers.patterns import PatternSanitizer  # noqa: E402
 
 
@@ -85,17 +98,24 @@ def detect_secrets_verdicts(records: list[dict]) -> list[bool]:
     return verdicts
 
 
-def throughput(texts: list[str], fn, min_seconds: float = 1.0) -> float:
-    """MB/s of CPU time for ``fn`` over ``texts`` (repeated until ``min_seconds``)."""
+def throughput(
+    texts: list[str], fn: Callable[[str], object], rounds: int = 7, min_seconds: float = 0.2
+) -> tuple[float, float]:
+    """MB/s of CPU time for ``fn`` over ``texts``: (best, median) of ``rounds`` rounds, each of whole passes
+    over ``texts`` lasting at least ``min_seconds``."""
     size = sum(len(t.encode("utf-8")) for t in texts)
-    rounds, spent = 0, 0.0
-    while spent < min_seconds:
-        start = time.process_time()
-        for text in texts:
-            fn(text)
-        spent += time.process_time() - start
-        rounds += 1
-    return size * rounds / spent / 1e6
+    speeds = []
+    for _ in range(rounds):
+        is_public_ip.cache_clear()
+        passes, spent = 0, 0.0
+        while spent < min_seconds:
+            start = time.process_time()
+            for text in texts:
+                fn(text)
+            spent += time.process_time() - start
+            passes += 1
+        speeds.append(size * passes / spent / 1e6)
+    return max(speeds), statistics.median(speeds)
 
 
 def ds_scanner(workdir: Path):
@@ -146,22 +166,33 @@ def main() -> None:
     texts = [r["text"] for r in records]
     patterns = PatternSanitizer()
     contextual = ContextualSanitizer()
-    big = ["\n".join(texts)]
+    joined = ["\n".join(texts)]
+    clean = ["\n".join(r["text"] for r in records if r["label"] == "negative")]
     from detect_secrets.settings import default_settings
 
-    with default_settings(), tempfile.TemporaryDirectory() as tmp:
-        ds_speed = throughput(texts, ds_scanner(Path(tmp)))
-    print("\nthroughput (MB/s of CPU time)")
-    print(f"  {'layer 1 patterns, per record':<44}{throughput(texts, patterns.redact):>8.2f}")
-    print(f"  {'layer 1 patterns, whole corpus as one text':<44}{throughput(big, patterns.redact):>8.2f}")
-    clean = ["\n".join(r["text"] for r in records if r["label"] == "negative")]
-    print(f"  {'layer 1 patterns, negatives as one text':<44}{throughput(clean, patterns.redact):>8.2f}")
+    def layer1(text: str) -> None:
+        patterns.sanitize_sync(text, placeholders=PlaceholderMap())
 
-    def ctx(text: str) -> None:
+    def layer2(text: str) -> None:
         contextual.sanitize_sync(text, placeholders=PlaceholderMap())
 
-    print(f"  {'layer 2 contextual, per record':<44}{throughput(texts, ctx):>8.2f}")
-    print(f"  {'detect-secrets scan_file, per record':<44}{ds_speed:>8.2f}")
+    rows = [
+        ("layer 1 patterns, per record  [target]", texts, layer1),
+        ("layer 1 patterns, whole corpus as one text", joined, layer1),
+        ("layer 1 patterns, negatives as one text", clean, layer1),
+        ("layer 1 log redaction (redact), per record", texts, patterns.redact),
+        ("layer 2 contextual, per record", texts, layer2),
+    ]
+    gate = "google-re2 set" if Re2Gate.available() else "pure Python (google-re2 not installed)"
+    print(f"\nthroughput (MB/s of CPU time; best and median of 7 rounds; rule gate: {gate})")
+    print(f"  {'':<46}{'best':>8}{'median':>8}{'us/call':>9}")
+    for label, inputs, fn in rows:
+        best, median = throughput(inputs, fn)
+        per_text = sum(len(t.encode("utf-8")) for t in inputs) / len(inputs) / best
+        print(f"  {label:<46}{best:>8.2f}{median:>8.2f}{per_text:>9.1f}")
+    with default_settings(), tempfile.TemporaryDirectory() as tmp:
+        best, median = throughput(texts, ds_scanner(Path(tmp)), rounds=3)
+    print(f"  {'detect-secrets scan_file, per record':<46}{best:>8.2f}{median:>8.2f}")
     print(f"\nsummary: recall ours {recall[0]:.3f} vs detect-secrets {recall[1]:.3f}; "
           f"false positives ours {fp[0]:.3f} vs detect-secrets {fp[1]:.3f}")  # fmt: skip
 

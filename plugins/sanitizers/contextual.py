@@ -16,13 +16,12 @@ and template placeholders (``your-api-key-here``, ``<TOKEN>``, ``${API_KEY}``, `
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import anyio
 
 from gateway.api import FieldKind, PlaceholderMap, SanitizedText
-from gateway_plugins.sanitizers.engine import Candidate, Rule, RuleSet, ScanText, literal, redact
+from gateway_plugins.sanitizers.engine import Candidate, Found, Rule, RuleSet, ScanText, add, find_all, redact
 from gateway_plugins.sanitizers.heuristics import (
     char_classes,
     is_hash_like,
@@ -58,13 +57,11 @@ class ProximityRule(Rule):
     def gate(self) -> tuple[tuple[str, bool], ...]:
         return tuple((word, True) for word in _STRONG + _WEAK)
 
-    def finditer(self, scan_text: ScanText) -> Iterator[Candidate]:
-        text = scan_text.text
+    def collect(self, scan_text: ScanText, out: Found) -> None:
+        text, lowered = scan_text.text, scan_text.lowered
         seen: set[int] = set()
         for word in _STRONG + _WEAK:
-            if not scan_text.contains(word, True):
-                continue
-            for hit in scan_text.hits(_WORD_PATTERNS[word], True):
+            for hit in find_all(lowered, word):
                 end = hit + len(word)
                 suffixed = False
                 if end < len(text) and text[end] == "_" and _left_bounded(text, hit):
@@ -78,7 +75,7 @@ class ProximityRule(Rule):
                 seen.add(end)
                 candidate = self._after(text, end, strong=word in _STRONG, suffixed=suffixed)
                 if candidate is not None:
-                    yield candidate
+                    add(out, candidate)
 
     def _after(self, text: str, start: int, *, strong: bool, suffixed: bool = False) -> Candidate | None:
         line_end = text.find("\n", start)
@@ -152,9 +149,6 @@ def _credential(value: str, *, strong: bool, direct: bool) -> bool:
             return direct and len(value) >= 12 and not value.isalpha()
         return len(value) >= 8 or classes >= 3 or any(c.isdigit() for c in value)
     return looks_like_secret(value, min_length=16, min_entropy=3.5)
-
-
-_WORD_PATTERNS = {word: literal(word) for word in _STRONG + _WEAK}
 
 
 def _not_placeholder(match: re.Match[str], _text: str) -> bool:
@@ -257,7 +251,7 @@ class ContextualSanitizer:
         self._ruleset = RuleSet([rule for rule in CONTEXT_RULES if rule.kind not in disabled])
 
     def sanitize_sync(self, text: str, *, placeholders: PlaceholderMap) -> SanitizedText:
-        return redact(text, self._ruleset.select(self._ruleset.scan(text)), placeholders, self.name)
+        return redact(text, self._ruleset.find(text), placeholders, self.name)
 
     async def sanitize(self, text: str, *, kind: FieldKind, placeholders: PlaceholderMap) -> SanitizedText:
         """Redact what the words around a value show to be sensitive."""

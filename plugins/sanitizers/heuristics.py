@@ -14,6 +14,7 @@ from functools import lru_cache
 __all__ = [
     "GENERIC_ACCOUNTS",
     "char_classes",
+    "classes",
     "is_hash_like",
     "is_placeholder",
     "is_public_ip",
@@ -47,7 +48,13 @@ _MASK = re.compile(r"^(?P<prefix>[\w-]{0,12}?)[*xX•#.]{4,}(?P<suffix>\w{0,6})$
 _SEPARATORS = re.compile(r"[-_.\s]")
 _JOINED_PREFIXES = ("your", "changeme", "replaceme", "insert", "placeholder", "dummy", "fake")
 _JOINED_SUFFIXES = ("here", "placeholder", "changeme")
+_JOINED_FIRSTS = frozenset(prefix[0] for prefix in _JOINED_PREFIXES)
+_JOINED_LASTS = frozenset(suffix[-1] for suffix in _JOINED_SUFFIXES)
+_MASK_CHARS = "*xX•#."
 _SPLIT = re.compile(r"[-_.\s/:]+|(?<=[a-z])(?=[A-Z])")
+_PLACEHOLDER_HINTS = tuple(w for w in _PLACEHOLDER_WORDS if not any(o != w and o in w for o in _PLACEHOLDER_WORDS))
+"""A placeholder word can only be a part of a value whose lower case contains it; these decide (``yours``
+contains ``your``) whether splitting the value is worth it."""
 
 GENERIC_ACCOUNTS = frozenset(
     {
@@ -80,27 +87,43 @@ _RESERVED = frozenset(
 )  # fmt: skip
 
 
+_ASCII_DIGIT = re.compile(r"[0-9]")
+
+
 def shannon_entropy(value: str) -> float:
     """Bits per character of ``value`` (0.0 for the empty string)."""
     if not value:
         return 0.0
     length = len(value)
-    return -sum(n / length * math.log2(n / length) for n in Counter(value).values())
+    log2 = math.log2
+    return -sum([n / length * log2(n / length) for n in Counter(value).values()])
+
+
+def classes(value: str) -> tuple[bool, bool, bool, bool]:
+    """Whether ``value`` has lower-case letters, upper-case letters, digits, and any other character."""
+    if value.isascii():  # the common case, answered by C loops: casing changes only letters
+        return (
+            value != value.upper(),
+            value != value.lower(),
+            _ASCII_DIGIT.search(value) is not None,
+            bool(value) and not value.isalnum(),
+        )
+    lower = upper = digit = other = False
+    for ch in value:
+        if ch.islower():
+            lower = True
+        elif ch.isupper():
+            upper = True
+        elif ch.isdigit():
+            digit = True
+        else:
+            other = True
+    return lower, upper, digit, other
 
 
 def char_classes(value: str) -> int:
     """How many of lower case, upper case, digits and other characters ``value`` uses."""
-    lower = upper = digit = other = 0
-    for ch in value:
-        if ch.islower():
-            lower = 1
-        elif ch.isupper():
-            upper = 1
-        elif ch.isdigit():
-            digit = 1
-        else:
-            other = 1
-    return lower + upper + digit + other
+    return sum(classes(value))
 
 
 def is_placeholder(value: str) -> bool:
@@ -110,15 +133,45 @@ def is_placeholder(value: str) -> bool:
     if len(v) < 3:
         return True
     lower = v.lower()
-    distinct = len(set(lower))
-    if distinct == 1 or (distinct == 2 and len(lower) >= 6) or "example" in lower or lower in _PLACEHOLDER_VALUES:
+    if _at_most_two_characters(lower) or "example" in lower or lower in _PLACEHOLDER_VALUES:
         return True
-    if _TEMPLATE.match(v) or _MASK.match(v) or v.endswith(("...", "\u2026")):
+    if _TEMPLATE.match(v) or _masked(v) or v.endswith(("...", "\u2026")) or _joined_affix(lower):
         return True
-    joined = _SEPARATORS.sub("", lower)
-    if joined.startswith(_JOINED_PREFIXES) or joined.endswith(_JOINED_SUFFIXES):
-        return True
+    if not any(map(lower.__contains__, _PLACEHOLDER_HINTS)):
+        return False
     return any(part.lower() in _PLACEHOLDER_WORDS for part in _SPLIT.split(v) if part)
+
+
+def _masked(value: str) -> bool:
+    """``sk-****``, ``AKIA••••1234``: a short prefix, four or more mask characters, a short suffix."""
+    if len(value) >= 20 and value[12] not in _MASK_CHARS:
+        return False  # the run starts by index 12 and ends 6 (7 with a final newline) from the end: past 12
+    return _MASK.match(value) is not None
+
+
+def _joined_affix(lower: str) -> bool:
+    """``your-api-key``, ``api_key_here``: a placeholder word opens or closes the value, separators aside."""
+    first, last = lower[0], lower[-1]
+    if not (
+        first in _JOINED_FIRSTS
+        or last in _JOINED_LASTS
+        or first in "-_."
+        or last in "-_."
+        or first.isspace()
+        or last.isspace()
+    ):
+        return False  # the value's own first and last characters are kept by the join, and fit no word
+    joined = _SEPARATORS.sub("", lower)
+    return joined.startswith(_JOINED_PREFIXES) or joined.endswith(_JOINED_SUFFIXES)
+
+
+def _at_most_two_characters(value: str) -> bool:
+    """One distinct character (``xxx``), or two in a value of six or more (``ababab``, ``x-x-x-x``); the value
+    has at least three characters."""
+    if value[0] != value[1] != value[2] != value[0]:
+        return False
+    rest = value.replace(value[0], "")
+    return not rest or (len(value) >= 6 and not rest.replace(rest[0], ""))
 
 
 def is_reference(value: str, key: str = "") -> bool:

@@ -44,8 +44,7 @@ class PatternSanitizer:
 
     def sanitize_sync(self, text: str, *, placeholders: PlaceholderMap) -> SanitizedText:
         """The synchronous core of :meth:`sanitize` (the field kind does not change layer 1)."""
-        chosen = self._ruleset.select(self._ruleset.scan(text))
-        return redact(text, chosen, placeholders, self.name)
+        return redact(text, self._ruleset.find(text), placeholders, self.name)
 
     async def sanitize(self, text: str, *, kind: FieldKind, placeholders: PlaceholderMap) -> SanitizedText:
         """Redact every layer-1 finding of ``text``."""
@@ -55,6 +54,7 @@ class PatternSanitizer:
 
     def redact(self, text: str) -> str:
         """Synchronous redaction for log lines: placeholders are numbered per call."""
-        if not text:
+        chosen = self._ruleset.find(text) if text else None
+        if not chosen:
             return text
-        return self.sanitize_sync(text, placeholders=PlaceholderMap()).text
+        return redact(text, chosen, PlaceholderMap(), self.name).text

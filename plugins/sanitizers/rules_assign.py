@@ -6,18 +6,18 @@ a bare word that is not a reference (``api_key=api_key``, ``os.environ["X"]``, `
 ``None``), not a template (``${DB_PASSWORD}``, ``<password>``, ``changeme``) and, after a colon in running
 prose (``Invalid password: too short``), shaped like a secret.
 
-The scan is anchored on the credential word itself (a literal search in the lower-cased text), then walks
-left over the key and matches the operator and value right after it, which keeps it at memory speed.
+The scan is anchored on the credential word itself (a literal search in the lower-cased text); a hit that
+no operator follows is dropped at once, otherwise the key is found by stripping key characters leftwards
+(``str.rstrip``, in C) and the operator and value are matched right after the word.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gateway_plugins.sanitizers.engine import Candidate, Rule, ScanText, literal
-from gateway_plugins.sanitizers.heuristics import char_classes, is_placeholder, is_reference
+from gateway_plugins.sanitizers.engine import Candidate, Found, Rule, ScanText, add, find_all
+from gateway_plugins.sanitizers.heuristics import char_classes, classes, is_placeholder, is_reference
 
 __all__ = ["ASSIGNMENT_RULES", "AssignmentRule", "is_literal_secret"]
 
@@ -29,7 +29,9 @@ _KEY_QUALIFIERS = (
     "api", "access", "private", "secret", "signing", "encryption", "master", "client", "app", "auth", "license",
     "subscription", "account", "admin", "service", "webhook", "aws", "storage", "deploy", "ssh", "gpg", "sign",
 )  # fmt: skip
-_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_KEY_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
+_OPERATOR_START = frozenset("\"']:=-> \t")
+"""Characters that can follow a key when ``_OP_VALUE`` or ``_FLAG_VALUE`` matches right after it."""
 _VALUE = (
     r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.){1,500})\"|'(?P<sq>(?:[^'\\\n]|\\.){1,500})'|`(?P<bq>[^`\n]{1,500})`"
     r"|(?P<bare>[^\s\"'`,;&)}\]<>(\[]{1,500}))"
@@ -67,8 +69,19 @@ def is_literal_secret(value: str, *, key: str, quoted: bool, strong: bool, after
 def _secretish(value: str) -> bool:
     if len(value) < 6:
         return False
-    mixed_case = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
-    return any(c.isdigit() for c in value) or mixed_case or char_classes(value) >= 3
+    lower, _upper, digit, _other = classes(value)
+    return digit or (lower and classes(value[1:])[1]) or char_classes(value) >= 3
+
+
+def _key_start(text: str, end: int) -> int:
+    """Where the run of key characters that ends at ``end`` starts."""
+    step = 64
+    while True:
+        lo = max(0, end - step)
+        kept = text[lo:end].rstrip(_KEY_CHARS)
+        if kept or lo == 0:
+            return lo + len(kept)
+        end, step = lo, step * 4
 
 
 def _structured_key(text: str, key_start: int, key_end: int) -> bool:
@@ -88,10 +101,6 @@ class AssignmentRule(Rule):
     words: tuple[str, ...] = ()
     password_key: bool = False
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "_word_patterns", tuple((w, literal(w)) for w in self.words))
-
     def gate(self) -> tuple[tuple[str, bool], ...]:
         return tuple((word, True) for word in self.words)
 
@@ -103,34 +112,32 @@ class AssignmentRule(Rule):
             return prefix.endswith(_KEY_QUALIFIERS)
         return True
 
-    def finditer(self, scan_text: ScanText) -> Iterator[Candidate]:
-        text = scan_text.text
+    def collect(self, scan_text: ScanText, out: Found) -> None:
+        text, lowered = scan_text.text, scan_text.lowered
         seen: set[int] = set()
-        for word, pattern in self._word_patterns:  # type: ignore[attr-defined]
-            if not scan_text.contains(word, True):
-                continue
-            for hit in scan_text.hits(pattern, True):
+        for word in self.words:
+            for hit in find_all(lowered, word):
                 word_end = hit + len(word)
-                if word_end in seen or (word_end < len(text) and text[word_end].isalnum()):
-                    continue
-                key_start = hit
-                while key_start > 0 and text[key_start - 1] in _KEY_CHARS:
-                    key_start -= 1
+                if word_end in seen or text[word_end : word_end + 1] not in _OPERATOR_START:
+                    continue  # inside a longer word (keyboard), or no operator can follow (KeyError)
+                key_start = _key_start(text, hit)
                 key = text[key_start:word_end]
                 if not self._key_ok(key.lower().lstrip("-"), word):
                     continue
                 seen.add(word_end)
-                candidate = self._value(text, key_start, word_end, key)
+                candidate = self._value(text, key_start, word_end, key, out)
                 if candidate is not None:
-                    yield candidate
+                    add(out, candidate)
 
-    def _value(self, text: str, key_start: int, key_end: int, key: str) -> Candidate | None:
+    def _value(self, text: str, key_start: int, key_end: int, key: str, found: Found) -> Candidate | None:
         match = _OP_VALUE.match(text, key_end)
         if match is None and key.startswith("-"):
             match = _FLAG_VALUE.match(text, key_end)  # --password hunter2
         if match is None:
             return None
         group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
+        if (match.start(group), match.end(group)) in found:
+            return None  # an earlier rule already has this exact value (a provider key assigned to a key)
         value = match.group(group)
         quoted = group != "bare"
         op = match.group("op")

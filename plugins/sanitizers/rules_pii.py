@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from gateway_plugins.sanitizers.engine import Rule, Validator
+from gateway_plugins.sanitizers.engine import Locator, Rule, Validator
 from gateway_plugins.sanitizers.heuristics import GENERIC_ACCOUNTS, is_card_number, is_placeholder, is_public_ip
 from gateway_plugins.sanitizers.rules_secrets import span_value
 
@@ -49,6 +49,29 @@ _NETWORK_WORDS = frozenset(
 )
 _VERSION_MARKER = re.compile(r"(?:\b[vV]|(?i:\bversion|\bver|\brelease|\brev|\bbuild)[\s:=]*|(?:[=<>!~]=|[~^])\s*)$")
 _NAME_BEFORE = re.compile(r"([A-Za-z][\w.+]*)([ /_-])$")
+
+
+_EMAIL_LOCAL_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-"
+
+
+def _email_start(text: str, hit: int, lo: int, _hi: int) -> int:
+    """An e-mail match holds one ``@`` and starts where the run of local-part characters before it starts
+    (its look-behind rejects any later start); a run longer than 64 cannot match."""
+    chunk = text[max(lo, hit - 65) : hit]
+    return hit - (len(chunk) - len(chunk.rstrip(_EMAIL_LOCAL_CHARS)))
+
+
+def _run_before(run: str, longest: int) -> Locator:
+    """A locator for a match that starts with up to ``longest`` characters of class ``run`` right before
+    the anchor (the octet before ``.1``, the hex group before ``:``): the start of that run, the only place
+    the pattern's look-behind lets a match through this hit start."""
+    tail = re.compile(rf"{run}{{0,{longest}}}\Z")
+
+    def locate(text: str, hit: int, lo: int, _hi: int) -> int:
+        found = tail.search(text, max(lo, hit - longest), hit)
+        return found.start() if found else hit
+
+    return locate
 
 
 def _email(match: re.Match[str], text: str) -> bool:
@@ -138,8 +161,24 @@ def _p(
     lower: bool = False,
     conf: float = 0.9,
     requires: tuple[str, ...] = (),
+    anchored: bool = False,
+    locate: Locator | None = None,
 ) -> Rule:
-    return Rule(kind, "pii", label, re.compile(pattern), validate, conf, anchors, lower, window, False, requires)
+    return Rule(
+        kind,
+        "pii",
+        label,
+        re.compile(pattern),
+        validate,
+        conf,
+        anchors,
+        lower,
+        window,
+        False,
+        requires,
+        anchored=anchored or locate is not None,
+        locate=locate,
+    )
 
 
 _SEP = r"(?:/|\\\\?)"
@@ -154,6 +193,7 @@ PII_RULES: tuple[Rule, ...] = (
         _email,
         anchors=("@",),
         window=(66, 300),
+        locate=_email_start,
     ),
     _p(
         "home_path_user",
@@ -171,9 +211,11 @@ PII_RULES: tuple[Rule, ...] = (
         r"(?<![\w.])(?P<s>(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3})"
         r"(?!\.?\w|\.\d)",
         _ipv4,
-        anchors=(re.compile(r"\.\d"),),
-        window=(4, 12),
-        requires=(".",),
+        # The first dot of every dotted quad: the octet before it and the rest, with the two characters of
+        # context the look-ahead reads, fit the window.
+        anchors=(re.compile(r"\.\d{1,3}\.\d{1,3}\.\d"),),
+        window=(4, 20),
+        locate=_run_before(r"\d", 3),
     ),
     _p(
         "public_ip",
@@ -182,6 +224,7 @@ PII_RULES: tuple[Rule, ...] = (
         _ipv6,
         anchors=(re.compile(r":[0-9A-Fa-f]{0,4}:"),),
         window=(40, 44),
+        locate=_run_before(r"[0-9A-Fa-f]", 4),
         requires=(":",),
     ),
     _p(
@@ -191,6 +234,7 @@ PII_RULES: tuple[Rule, ...] = (
         _phone,
         anchors=(re.compile(r"\+\d"),),
         window=(0, 40),
+        anchored=True,
         requires=("+",),
     ),
     _p(
@@ -200,7 +244,6 @@ PII_RULES: tuple[Rule, ...] = (
         _phone,
         anchors=(re.compile(r"-\d{4}"), re.compile(r"\.\d{4}")),
         window=(20, 6),
-        requires=("-", "."),
     ),
     _p(
         "phone",
@@ -211,11 +254,13 @@ PII_RULES: tuple[Rule, ...] = (
         anchors=("phone", "tel", "mobile", "cell", "fax", "whatsapp", "sms", "call me", "contact"),
         lower=True,
         window=(0, 60),
+        anchored=True,
     ),
     _p(
         "card_number",
         "CARD",
-        r"(?<![\w.-])(?P<s>[2-6]\d{3}(?:[ -]?\d){9,15})(?![\w-]|\.\d)",
+        # the left boundary is checked after the first digit, so the window is scanned for [2-6] first
+        r"(?P<s>[2-6](?<![\w.-][2-6])\d{3}(?:[ -]?\d){9,15})(?![\w-]|\.\d)",
         _card,
         anchors=(re.compile(r"[2-6]\d{3}[ -]?\d{4}"),),
         window=(0, 24),

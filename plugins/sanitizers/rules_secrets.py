@@ -12,8 +12,14 @@ import base64
 import binascii
 import re
 
-from gateway_plugins.sanitizers.engine import Rule, Validator
-from gateway_plugins.sanitizers.heuristics import char_classes, is_placeholder, looks_like_secret, shannon_entropy
+from gateway_plugins.sanitizers.engine import Locator, Rule, Validator
+from gateway_plugins.sanitizers.heuristics import (
+    char_classes,
+    classes,
+    is_placeholder,
+    looks_like_secret,
+    shannon_entropy,
+)
 
 __all__ = ["SECRET_RULES", "span_value"]
 
@@ -33,18 +39,19 @@ def _not_placeholder(match: re.Match[str], _text: str) -> bool:
 def _random_token(match: re.Match[str], _text: str) -> bool:
     value = span_value(match)
     body = value.split("-", 1)[-1] if value.startswith("sk-") else value
-    mixed = any(c.isupper() for c in body) and any(c.islower() for c in body) and any(c.isdigit() for c in body)
-    return mixed and not is_placeholder(value) and shannon_entropy(body) >= 3.5
+    lower, upper, digit, _other = classes(body)
+    return lower and upper and digit and not is_placeholder(value) and shannon_entropy(body) >= 3.5
 
 
 def _mixed_case(match: re.Match[str], _text: str) -> bool:
     value = span_value(match)
-    return any(c.isupper() for c in value) and any(c.islower() for c in value) and not is_placeholder(value)
+    lower, upper, _digit, _other = classes(value)
+    return lower and upper and not is_placeholder(value)
 
 
 def _has_digit(match: re.Match[str], _text: str) -> bool:
     value = span_value(match)
-    return any(c.isdigit() for c in value) and not is_placeholder(value)
+    return classes(value)[2] and not is_placeholder(value)
 
 
 def _bearer(match: re.Match[str], _text: str) -> bool:
@@ -83,9 +90,24 @@ def _r(
     window: tuple[int, int] = (0, 0),
     boundary: bool = False,
     requires: tuple[str, ...] = (),
+    anchored: bool = False,
+    locate: Locator | None = None,
 ) -> Rule:
-    compiled = re.compile(pattern)
-    return Rule(kind, "secret", label, compiled, validate, conf, anchors, lower, window, boundary, requires)
+    return Rule(
+        kind,
+        "secret",
+        label,
+        re.compile(pattern),
+        validate,
+        conf,
+        anchors,
+        lower,
+        window,
+        boundary,
+        requires,
+        anchored=anchored,
+        locate=locate,
+    )
 
 
 def _prefixed(kind: str, label: str, pattern: str, validate: Validator | None = _not_placeholder) -> Rule:
@@ -96,6 +118,24 @@ def _prefixed(kind: str, label: str, pattern: str, validate: Validator | None = 
 
 
 _GITLAB = r"gl(?:pat|oas|dt|rt|rtr|cbt|ptt|ft|imt|agent|soat|wt)-"
+_URL_SCHEME = (
+    r"(?i:\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|oracle|"
+    r"cockroachdb|clickhouse|cassandra|neo4j|couchdb|https?|ftps?|sftp|smtps?|ldaps?|ssh|git|svn|"
+    r"jdbc:[a-z]+)(?:\+[a-z0-9]+)?)"
+)
+_URL_REST = r"://[^\s:/@'\"<>]*:(?P<s>[^\s/'\"<>]+)@(?=[\w.\[-])"
+_URL_REST_RE = re.compile(_URL_REST)
+_URL_SCHEME_END = re.compile(_URL_SCHEME + r"\Z")
+
+
+def _url_start(text: str, hit: int, lo: int, hi: int) -> int:
+    """A URL password match runs through one ``://``: it starts at the leftmost scheme ending there."""
+    if _URL_REST_RE.match(text, hit, hi) is None:  # most URLs carry no ``user:password@``
+        return -1
+    scheme = _URL_SCHEME_END.search(text, lo, hit)
+    return scheme.start() if scheme else -1
+
+
 _PEM_CHARS = r"A-Za-z0-9+/=\s:,.\-"
 _TOKEN_WINDOW = (0, 4096)
 
@@ -104,7 +144,11 @@ SECRET_RULES: tuple[Rule, ...] = (
         "private_key",
         "PRIVATE_KEY",
         r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[nr])*"
-        rf"(?P<s>[A-Za-z0-9+/=][{_PEM_CHARS}\\]*?)(?:\s|\\[nr])*(?=-----END|[^{_PEM_CHARS}\\]|\\[^nr]|\Z)",
+        # The key body, up to the last character before -----END or anything else that ends it. The lazy
+        # loop only stops where the body can end (at white space, a backslash, a dash): runs of other body
+        # characters are taken whole (possessively), so the end test does not run at every character.
+        rf"(?P<s>[A-Za-z0-9+/=](?:[A-Za-z0-9+/=:,.]++|[\s\\-])*?)(?:\s|\\[nr])*"
+        rf"(?=-----END|[^{_PEM_CHARS}\\]|\\[^nr]|\Z)",
         lambda m, _t: len(span_value(m)) >= 16,
         conf=0.99,
         requires=("-----BEGIN",),
@@ -133,6 +177,7 @@ SECRET_RULES: tuple[Rule, ...] = (
         anchors=("accountkey", "sharedaccesskey", "storage", "primary", "master"),
         lower=True,
         window=(24, 300),
+        requires=("key",),  # every name ends with it
     ),
     _r(
         "azure_sas_signature",
@@ -142,6 +187,7 @@ SECRET_RULES: tuple[Rule, ...] = (
         anchors=("sig=",),
         lower=True,
         window=(1, 300),
+        anchored=True,
     ),
     _r(
         "azure_client_secret",
@@ -183,13 +229,15 @@ SECRET_RULES: tuple[Rule, ...] = (
         anchors=("_auth",),
         lower=True,
         window=(0, 600),
+        anchored=True,
     ),
     _prefixed("pypi_token", "PYPI_TOKEN", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
     _prefixed("dockerhub_token", "DOCKER_TOKEN", r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}"),
     _r(
         "jwt",
         "JWT",
-        r"(?<![\w-])(?P<s>ey[A-Za-z0-9_-]{8,}\.ey[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2})(?![\w-])",
+        # the left boundary is checked after the literal ``ey``, so the window is scanned for ``ey`` first
+        r"(?P<s>ey(?<![\w-]ey)[A-Za-z0-9_-]{8,}\.ey[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2})(?![\w-])",
         conf=0.9,
         anchors=("eyJ", "eyA"),
         window=(0, 16384),
@@ -203,6 +251,7 @@ SECRET_RULES: tuple[Rule, ...] = (
         anchors=("bearer",),
         lower=True,
         window=_TOKEN_WINDOW,
+        anchored=True,
     ),
     _r(
         "basic_auth",
@@ -212,16 +261,17 @@ SECRET_RULES: tuple[Rule, ...] = (
         anchors=("basic",),
         lower=True,
         window=_TOKEN_WINDOW,
+        anchored=True,
     ),
     _r(
         "url_password",
         "PASSWORD",
-        r"(?i:\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|oracle|"
-        r"cockroachdb|clickhouse|cassandra|neo4j|couchdb|https?|ftps?|sftp|smtps?|ldaps?|ssh|git|svn|"
-        r"jdbc:[a-z]+)(?:\+[a-z0-9]+)?)://[^\s:/@'\"<>]*:(?P<s>[^\s/'\"<>]+)@(?=[\w.\[-])",
+        _URL_SCHEME + _URL_REST,
         _url_password,
         anchors=("://",),
         window=(24, 600),
+        anchored=True,
+        locate=_url_start,
     ),
 )
 """Provider formats (public facts) in priority order: a later rule loses ties of the same span."""
