@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gateway_plugins.sanitizers.contextual import CONTEXT_RULES
@@ -91,6 +91,9 @@ def test_the_gate_skips_only_rules_that_cannot_match_on_the_corpus(gate, rules: 
 @pytest.mark.skipif(not Re2Gate.available(), reason="google-re2 is not installed")
 @SETTINGS
 @given(text=texts)
+@example("4\u0661\u0661\u0661 \u0661\u0661\u0661\u0661 or -\u0661\u0662\u0663\u0664")  # digits to re, not to RE2
+@example("\ud800 DB_PASSWORD=hunter22 from 34.120.5.17")  # a lone surrogate: not UTF-8
+@example("caf\u00e9 +1 (415) 555-0132, 10.0.0.1.5")
 def test_both_gates_let_the_same_rules_run(text: str) -> None:
     for rules in (DEFAULT_RULES, CONTEXT_RULES):
         lowered = fold(text)
