@@ -99,6 +99,8 @@ class DedupLock:
     async def _acquire(self) -> LockGrant:
         deadline = time.monotonic() + self._timeout
         delay = 0.002
+        if await self._repo.try_lock_free(self._store, _NAME, self.owner, self._clock(), self._lease):
+            return LockGrant(took_over=False)
         while True:
             now = self._clock()
             previous = await self._repo.try_lock(self._store, _NAME, self.owner, now, self._lease)

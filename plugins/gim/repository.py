@@ -333,6 +333,14 @@ class Repository:
             )
             return (previous or {"owner": None, "expires_at": 0.0}) if taken else None
 
+    async def try_lock_free(self, db: Db, name: str, owner: str, now: float, lease: float) -> bool:
+        """The fast path: take lock ``name`` if nobody holds it (one statement)."""
+        taken = await db.execute(
+            "UPDATE gim_locks SET owner = :owner, expires_at = :expires WHERE name = :name AND owner IS NULL",
+            {"owner": owner, "expires": now + lease, "name": name},
+        )
+        return taken > 0
+
     async def unlock(self, db: Db, name: str, owner: str) -> None:
         await db.execute(
             "UPDATE gim_locks SET owner = NULL, expires_at = 0 WHERE name = :name AND owner = :owner",
