@@ -11,19 +11,6 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 import structlog
-from gateway_plugins.auth.headers import format_challenge, header_value, refuse
-from gateway_plugins.auth.keys import (
-    ApiKeyInfo,
-    IssuedKey,
-    KeyTable,
-    StoredKey,
-    digest,
-    is_key_id,
-    matches,
-    new_key,
-    normalize_scopes,
-    parse_key,
-)
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api import (
@@ -36,6 +23,19 @@ from gateway.api import (
     StoreIntegrityError,
     ToolError,
     ValidationFailed,
+)
+from gateway_plugins.auth.headers import format_challenge, header_value, refuse
+from gateway_plugins.auth.keys import (
+    ApiKeyInfo,
+    IssuedKey,
+    KeyTable,
+    StoredKey,
+    digest,
+    is_key_id,
+    matches,
+    new_key,
+    normalize_scopes,
+    parse_key,
 )
 
 log = structlog.get_logger(__name__)

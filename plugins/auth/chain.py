@@ -11,10 +11,10 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gateway_plugins.auth.headers import reason_of, refuse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gateway.api import AUTH, Authenticator, Forbidden, Principal, ProviderContext, Unauthenticated
+from gateway_plugins.auth.headers import reason_of, refuse
 
 _PASS = frozenset({"missing", "unsupported_scheme"})
 

@@ -15,9 +15,9 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
 import click
-from gateway_plugins.auth.keys import ApiKeyInfo, IssuedKey
 
 from gateway.api import AUTH, ConfigError, PluginError, ProviderUnavailable, ToolError
+from gateway_plugins.auth.keys import ApiKeyInfo, IssuedKey
 
 T = TypeVar("T")
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import jwt
 import structlog
-from gateway_plugins.auth.headers import bearer_challenge, bearer_token, refuse
-from gateway_plugins.auth.jwt_keys import Algorithm, JwksFile, KeySource, PemKey, SecretKey, families_of
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationInfo, field_validator, model_validator
 
 from gateway.api import ConfigError, GatewayError, Principal, ProviderContext, ProviderUnavailable, Secret
+from gateway_plugins.auth.headers import bearer_challenge, bearer_token, refuse
+from gateway_plugins.auth.jwt_keys import Algorithm, JwksFile, KeySource, PemKey, SecretKey, families_of
 
 log = structlog.get_logger(__name__)
 

@@ -21,9 +21,9 @@ import structlog
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
-from gateway_plugins.auth.headers import refuse
 
 from gateway.api import ConfigError
+from gateway_plugins.auth.headers import refuse
 
 log = structlog.get_logger(__name__)
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway_plugins.auth import api_key, chain, jwt_bearer, none
-
 from gateway.api import AUTH, ProviderRegistrar, hookimpl
+from gateway_plugins.auth import api_key, chain, jwt_bearer, none
 
 
 @hookimpl

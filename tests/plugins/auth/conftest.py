@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from gateway_plugins.stores.postgres import PostgresStore
-from gateway_plugins.stores.sqlite import SqliteStore
 
 from gateway.api import RelationalStore
+from gateway_plugins.stores.postgres import PostgresStore
+from gateway_plugins.stores.sqlite import SqliteStore
 from tests.plugins.auth.material import Clock, SigningKey
 
 

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 import pytest
-from gateway_plugins.auth.api_key import ApiKeyAuthenticator
-from gateway_plugins.auth.keys import parse_key
 
 from gateway.api import NotFound, RelationalStore, ServiceUnavailable, Unauthenticated, ValidationFailed
+from gateway_plugins.auth.api_key import ApiKeyAuthenticator
+from gateway_plugins.auth.keys import parse_key
 from tests.contracts.auth_contract import AuthenticatorContract, Credential
 from tests.plugins.auth.material import Clock
 

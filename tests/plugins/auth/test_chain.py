@@ -9,12 +9,12 @@ from typing import Any
 
 import jwt
 import pytest
-from gateway_plugins.auth import api_key, jwt_bearer
-from gateway_plugins.auth.chain import ChainAuthenticator, ChainConfig, build
-from gateway_plugins.stores.sqlite import SqliteStore
 from pydantic import ValidationError
 
 from gateway.api import AUTH, Forbidden, ProviderContext, RelationalStore, Unauthenticated
+from gateway_plugins.auth import api_key, jwt_bearer
+from gateway_plugins.auth.chain import ChainAuthenticator, ChainConfig, build
+from gateway_plugins.stores.sqlite import SqliteStore
 from tests.contracts.auth_contract import AuthenticatorContract, Credential
 
 pytestmark = pytest.mark.anyio

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from starlette.datastructures import Headers
+
+from gateway.api import Forbidden, Unauthenticated
 from gateway_plugins.auth.headers import (
     MAX_CREDENTIAL_LENGTH,
     bearer_challenge,
@@ -11,9 +14,6 @@ from gateway_plugins.auth.headers import (
     header_value,
     quote,
 )
-from starlette.datastructures import Headers
-
-from gateway.api import Forbidden, Unauthenticated
 
 
 def _reason(call, *args) -> str:

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gateway_plugins.auth.jwt_bearer import JwtAuthenticator
 
 from gateway.api import Forbidden, Unauthenticated
+from gateway_plugins.auth.jwt_bearer import JwtAuthenticator
 from tests.contracts.auth_contract import AuthenticatorContract, Credential
 from tests.plugins.auth.material import SigningKey, write_jwks
 from tests.plugins.auth.tokens import SECRET, bearer, claims, forge, hs256, make, reason

@@ -11,9 +11,9 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509.oid import NameOID
-from gateway_plugins.auth.jwt_bearer import JwtConfig
 
 from gateway.api import ConfigError, ProviderUnavailable
+from gateway_plugins.auth.jwt_bearer import JwtConfig
 from tests.plugins.auth.material import SigningKey, write_jwks
 from tests.plugins.auth.tokens import AUDIENCE, ISSUER, SECRET, b64, bearer, claims, forge, make, reason
 

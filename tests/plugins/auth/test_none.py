@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gateway_plugins.auth.none import NoAuthConfig, build
 from pydantic import ValidationError
 
 from gateway.api import Authenticator, ProviderContext
+from gateway_plugins.auth.none import NoAuthConfig, build
 
 pytestmark = pytest.mark.anyio
 

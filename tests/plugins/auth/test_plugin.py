@@ -8,12 +8,12 @@ from typing import Any
 
 import click
 import pytest
-from gateway_plugins.auth import api_key, chain, jwt_bearer, none
 
 from gateway.api import AUTH, Authenticator, ConfigError
 from gateway.app import prepare
 from gateway.plugin_manager import create_plugin_manager
 from gateway.providers import ProviderHub
+from gateway_plugins.auth import api_key, chain, jwt_bearer, none
 from tests.plugins.auth.material import SigningKey, write_jwks
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,9 @@ from typing import Any
 
 import jwt
 import pytest
-from gateway_plugins.auth.jwt_bearer import JwtAuthenticator, JwtConfig, build
 
 from gateway.api import ProviderContext, Unauthenticated
+from gateway_plugins.auth.jwt_bearer import JwtAuthenticator, JwtConfig, build
 
 SECRET = "s3cr3t-" + "x" * 40
 ISSUER = "context-engine"
