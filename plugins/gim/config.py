@@ -40,7 +40,9 @@ class GimConfig(BaseModel):
     strategy: Literal["hybrid", "baseline"] = "hybrid"
     score_threshold: float = Field(0.2, ge=0.0, le=1.0, description="Minimum relevance of a search result.")
     oversampling: float = Field(2.0, ge=1.0, le=20.0, description="Candidates fetched per result slot.")
-    candidate_pool: int = Field(50, ge=5, le=1000, description="Minimum items fetched per retrieval signal.")
+    candidate_pool: int = Field(
+        20, ge=5, le=1000, description="Minimum items fetched per retrieval signal, and masters re-scored."
+    )
     lexical_weight: float = Field(0.5, ge=0.0, le=1.0, description="Share of BM25 in the hybrid relevance.")
     environment_boost: float = Field(
         0.05, ge=0.0, le=1.0, description="Relative boost per matching language/framework/os/provider/model."
@@ -60,5 +62,8 @@ class GimConfig(BaseModel):
         description="Flush the vector store before acknowledging a submission. Not needed against process crashes "
         "(Qdrant's write-ahead log survives kill -9, like SQLite's WAL at synchronous=NORMAL); turn on, with SQLite "
         "synchronous=FULL, to survive power loss too.",
+    )
+    lexical_refresh_seconds: float = Field(
+        1.0, ge=0.0, le=60.0, description="How stale the lexical index may be for searches (other processes' items)."
     )
     reindex_batch: int = Field(64, ge=1, le=4096, description="Items re-embedded per batch by a reindex.")

@@ -61,6 +61,7 @@ class GimCore:
         self._embeddings: EmbeddingService | None = None
         self._embedders_ready = False
         self._generations_loaded_at = 0.0
+        self._caught_up_at = float("-inf")
 
     # -- accessors ------------------------------------------------------------------------------------------------
 
@@ -148,8 +149,15 @@ class GimCore:
             self._embedders_ready = False
             await self.ensure_embedders()
 
-    async def catch_up(self) -> None:
-        """Load items activated since the last call (by this or another process) into the lexical index."""
+    async def catch_up(self, *, max_age: float = 0.0) -> None:
+        """Load items activated since the last call (by this or another process) into the lexical index.
+
+        ``max_age``: skip when the last catch-up is younger (searches accept seeing another process's newest
+        items that much later; this process's own are indexed as they are activated)."""
+        now = time.monotonic()
+        if max_age and now - self._caught_up_at < max_age:
+            return
+        self._caught_up_at = now
         while True:
             rows = await self.repo.active_items_after(self.store, self.lexical.last_seq, _CATCH_UP_BATCH)
             for row in rows:

@@ -4,7 +4,8 @@ Hybrid relevance of an item is ``(1 - w) * dense + w * lexical`` where ``dense``
 query's error signature with the item's, ``lexical`` the BM25 score over the signatures' tokens divided by the
 query's best possible score (clipped to 1), and ``w`` the configured ``lexical_weight``. An item that only one
 signal retrieved scores 0 for the other (conservative: it is not promoted on a guess). A master's relevance is
-its best item's (children lead to their master). Masters whose environment matches the caller's (language,
+its best item's (children lead to their master). The most relevant masters (``(offset + limit) x oversampling``,
+at least ``candidate_pool``) are then re-scored: those whose environment matches the caller's (language,
 framework, OS, provider, model) get ``1 + boost`` per match, and the ranking key is relevance x boost x
 confidence: the system design's "similarity x confidence", so confirmed fixes rise above unconfirmed ones of equal
 relevance.
@@ -13,12 +14,12 @@ relevance.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gateway_plugins.gim.lexical import LexicalHit
 
-__all__ = ["Ranked", "environment_matches", "fuse", "normalise_env_value", "rank"]
+__all__ = ["Ranked", "environment_matches", "fuse", "normalise_env_value", "rank", "shortlist"]
 
 
 @dataclass
@@ -83,20 +84,32 @@ def environment_matches(environments: Mapping[str, Sequence[str]], query: Mappin
     return matches
 
 
+def shortlist(
+    candidates: Mapping[str, _Best], *, threshold: float, is_active: Callable[[str], bool], size: int
+) -> tuple[dict[str, _Best], int]:
+    """The ``size`` most relevant active masters whose relevance or dense similarity reaches ``threshold`` (the
+    ones re-scored with confidence: the spec's oversampling), and how many masters qualify in all."""
+    qualified = [
+        (master_id, best)
+        for master_id, best in candidates.items()
+        if max(best.relevance, best.dense) >= threshold and is_active(master_id)
+    ]
+    qualified.sort(key=lambda pair: (-pair[1].relevance, pair[0]))
+    return dict(qualified[:size]), len(qualified)
+
+
 def rank(
     candidates: Mapping[str, _Best],
     *,
-    threshold: float,
     confidence: Mapping[str, float],
     boosts: Mapping[str, int],
     boost: float,
     use_confidence: bool,
 ) -> list[Ranked]:
-    """Masters whose relevance or dense similarity reaches ``threshold``, best first (ties broken by id, so pages
-    are stable)."""
+    """The shortlisted masters best first (ties broken by id, so pages are stable)."""
     ranked = []
     for master_id, best in candidates.items():
-        if max(best.relevance, best.dense) < threshold or master_id not in confidence:
+        if master_id not in confidence:
             continue
         key = best.relevance * (1.0 + boost * boosts.get(master_id, 0))
         if use_confidence:

@@ -1,8 +1,8 @@
 """``gim_search_issues``: sanitise the query, embed it, retrieve, group by master, rank, paginate.
 
-Pagination is by offset over the ranked masters; ``total_results`` counts the masters that passed the threshold
-among the candidates retrieved (``max(candidate_pool, (offset + limit) * oversampling)`` items per signal), so it
-is exact for every page a client can reach by paging through the results.
+Pagination is by offset over the ranked masters. Each signal retrieves ``max(candidate_pool, (offset + limit) x
+oversampling)`` items; the same number of most relevant masters is re-scored with confidence and environment
+(the spec's oversampling); ``total_results`` counts every master that passed the threshold among the candidates.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from gateway.api import CallContext, InsufficientData, QueryEmbedding, ToolError
-from gateway_plugins.gim.ranking import environment_matches, fuse, rank
+from gateway_plugins.gim.ranking import environment_matches, fuse, rank, shortlist
 from gateway_plugins.gim.schemas import IssueSummary, SearchIssuesInput, SearchIssuesOutput
 from gateway_plugins.gim.signatures import lexical_tokens, normalise_error
 from gateway_plugins.gim.texts import COMBINED, ERROR, baseline_query_text, error_text
@@ -37,15 +37,13 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
     async def embed() -> None:
         embedded.append(await core.embeddings.embed_query(query_text))
 
-    # The query embedding (the slow part, in a worker thread) runs while the lexical side and its masters' ranking
-    # facts are fetched.
+    # The query embedding (the slow part, in a worker thread) runs while the lexical side is searched.
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(embed)
             await core.refresh_generations()
-            await core.catch_up()
+            await core.catch_up(max_age=core.config.lexical_refresh_seconds)
             lexical = core.lexical.search(lexical_tokens(query_text), limit=pool) if core.hybrid else []
-            info = await core.repo.ranking_info(core.store, sorted({hit.master_id for hit in lexical}))
     except BaseExceptionGroup as failure:  # surface the error itself (a ToolError keeps its code)
         raise _leaf(failure) from None
     (query,) = embedded
@@ -56,7 +54,12 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
         lexical,
         lexical_weight=core.config.lexical_weight if core.hybrid else 0.0,
     )
-    info.update(await core.repo.ranking_info(core.store, sorted(set(best) - set(info))))
+    # active masters only (the lexical index holds exactly the active items): a pending master's vectors are
+    # never shown
+    shortlisted, total = shortlist(
+        best, threshold=core.config.score_threshold, is_active=core.lexical.__contains__, size=pool
+    )
+    info = await core.repo.ranking_info(core.store, sorted(shortlisted))
     wanted = {
         "language": args.environment.language if args.environment else None,
         "framework": args.environment.framework if args.environment else None,
@@ -66,8 +69,7 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
     }
     boosts = {mid: environment_matches(environments, wanted) for mid, (_, environments) in info.items()}
     ranked = rank(
-        best,
-        threshold=core.config.score_threshold,
+        shortlisted,
         confidence={mid: confidence for mid, (confidence, _) in info.items()},
         boosts=boosts if core.hybrid else {},
         boost=core.config.environment_boost if core.hybrid else 0.0,
@@ -98,7 +100,7 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
     )
     return SearchIssuesOutput(
         issues=issues,
-        total_results=len(ranked),
+        total_results=max(total, len(ranked)),
         limit=args.limit,
         offset=args.offset,
         embedder=query.embedder_id,

@@ -9,7 +9,7 @@ from gateway_plugins.gim.confidence import BetaConfidence, VoteTally
 from gateway_plugins.gim.dedup import Evidence, decide_baseline, decide_hybrid, gather_evidence
 from gateway_plugins.gim.lexical import LexicalHit, LexicalIndex
 from gateway_plugins.gim.models import FixBundle
-from gateway_plugins.gim.ranking import environment_matches, fuse, rank
+from gateway_plugins.gim.ranking import environment_matches, fuse, rank, shortlist
 from gateway_plugins.gim.signatures import normalise_error
 from gateway_plugins.gim.texts import baseline_query_text, canonical_title, combined_text, resolution_text
 
@@ -38,17 +38,17 @@ def test_fuse_takes_best_item_per_master_and_rank_weighs_confidence() -> None:
     assert best["m1"].item_id == "child" and best["m1"].relevance == pytest.approx(0.45)
     assert best["m2"].relevance == pytest.approx(0.94)  # the lexical score is clipped to 1
     assert best["m3"].relevance == pytest.approx(0.05)
-    ranked = rank(
-        best, threshold=0.2, confidence={"m1": 0.9, "m2": 0.5, "m3": 0.9}, boosts={}, boost=0.0, use_confidence=True
-    )
-    assert [r.master_id for r in ranked] == ["m2", "m1"]  # m3 is below the threshold on both signals
-    by_similarity = rank(
-        best, threshold=0.2, confidence={"m1": 0.9, "m2": 0.5, "m3": 0.9}, boosts={}, boost=0.0, use_confidence=False
-    )
+    short, total = shortlist(best, threshold=0.2, is_active=lambda m: True, size=10)
+    assert total == 2 and set(short) == {"m1", "m2"}  # m3 is below the threshold on both signals
+    assert shortlist(best, threshold=0.2, is_active=lambda m: m != "m2", size=10)[1] == 1
+    assert list(shortlist(best, threshold=0.2, is_active=lambda m: True, size=1)[0]) == ["m2"]
+    ranked = rank(short, confidence={"m1": 0.9, "m2": 0.5}, boosts={}, boost=0.0, use_confidence=True)
+    assert [r.master_id for r in ranked] == ["m2", "m1"]
+    by_similarity = rank(short, confidence={"m1": 0.99, "m2": 0.4}, boosts={}, boost=0.0, use_confidence=False)
     assert [r.master_id for r in by_similarity] == ["m2", "m1"]
-    confirmed = rank(
-        best, threshold=0.2, confidence={"m1": 0.99, "m2": 0.4, "m3": 0.9}, boosts={}, boost=0.0, use_confidence=True
-    )
+    confirmed = rank(short, confidence={"m1": 0.99, "m2": 0.4}, boosts={}, boost=0.0, use_confidence=True)
+    boosted = rank(short, confidence={"m1": 0.9, "m2": 0.5}, boosts={"m1": 3}, boost=0.5, use_confidence=True)
+    assert [r.master_id for r in boosted] == ["m1", "m2"]
     assert [r.master_id for r in confirmed] == ["m1", "m2"]  # 0.9 dense but 0.45 fused: only with confidence
 
 
