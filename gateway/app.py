@@ -9,7 +9,7 @@ from typing import Any
 
 from gateway.api.errors import ConfigError
 from gateway.config import LoadedConfig, config_from_mapping, load_config, parse_config, resolve
-from gateway.logs import configure_logging
+from gateway.logs import configure_logging, make_log_redactor
 from gateway.plugin_manager import GatewayPlugins, create_plugin_manager
 from gateway.runtime import GatewayRuntime
 
@@ -54,8 +54,6 @@ def setup_logging(runtime: GatewayRuntime) -> None:
                 f"{runtime.loaded.source}: 'sanitize.logs': sanitizer {cfg.sanitize.logs!r} has no synchronous "
                 "redact(text) method, so it cannot redact log lines"
             )
-        from gateway.sanitization import make_log_redactor
-
         redactor = make_log_redactor(redact)
     configure_logging(cfg.gateway.log_level, redactor=redactor)
 

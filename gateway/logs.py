@@ -1,17 +1,124 @@
-"""Structured logging: JSON lines on stderr (stdout is the stdio wire), one correlation id per call."""
+"""Structured logging: JSON lines on stderr (stdout is the stdio wire), one correlation id per call, redacted.
+
+Every line logged while a tool call runs carries its ``correlation_id`` and ``tool``: the runtime enters
+:func:`enter_call` around the call, and :func:`add_call_scope` (a processor) copies both into each event. One
+context variable set per call is much cheaper than binding and unbinding structlog's context variables, and the
+gateway logs a line for every call, so this path is kept short.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
+from contextvars import ContextVar, Token
 from typing import Any
 
+import orjson
 import structlog
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
-Processor = Callable[[Any, str, dict[str, Any]], dict[str, Any]]
+EventDict = MutableMapping[str, Any]
+Processor = Callable[[Any, str, EventDict], EventDict]
+
+_call: ContextVar[tuple[str, str] | None] = ContextVar("gateway_call", default=None)
+
+
+def enter_call(correlation_id: str, tool: str) -> Token[tuple[str, str] | None]:
+    """Mark the current task as running call ``correlation_id`` of ``tool``; pass the token to :func:`exit_call`."""
+    return _call.set((correlation_id, tool))
+
+
+def exit_call(token: Token[tuple[str, str] | None]) -> None:
+    _call.reset(token)
+
+
+def add_call_scope(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
+    """Processor: add the running call's ``correlation_id`` and ``tool`` unless the event names its own."""
+    scope = _call.get()
+    if scope is not None:
+        event_dict.setdefault("correlation_id", scope[0])
+        event_dict.setdefault("tool", scope[1])
+    return event_dict
+
+
+def merge_structlog_contextvars(logger: Any, method: str, event_dict: EventDict) -> EventDict:
+    """structlog's ``merge_contextvars`` (for plugins that use ``structlog.contextvars.bind_contextvars``),
+    reading only structlog's own variables instead of every context variable of the task."""
+    variables = getattr(structlog.contextvars, "_CONTEXT_VARS", None)
+    if variables is None:  # a structlog without the registry: the library's own, slower processor
+        return structlog.contextvars.merge_contextvars(logger, method, event_dict)
+    prefix = len(structlog.contextvars.STRUCTLOG_KEY_PREFIX)
+    for name, var in list(variables.items()):
+        value = var.get(Ellipsis)
+        if value is not Ellipsis:
+            event_dict.setdefault(name[prefix:], value)
+    return event_dict
+
+
+_MAX_DEPTH = 16
+_REDACTION_FAILED = "<REDACTION_FAILED>"
+_TRUSTED_KEYS = frozenset({"timestamp", "level", "correlation_id", "ms", "logger"})
+"""Values the logging setup itself produces (never user data): not scanned."""
+_CACHEABLE = 256
+
+
+def make_log_redactor(redact: Callable[[str], str], *, trusted_keys: frozenset[str] = _TRUSTED_KEYS) -> Processor:
+    """A structlog processor applying ``redact`` (layer 1's ``PatternSanitizer.redact``) to every value of the
+    event dict: the event and every value, recursively through dicts, lists, tuples and sets; any other object
+    (an exception, a path, a model) is logged as its redacted ``str()``. Place it after ``format_exc_info`` so
+    rendered tracebacks are redacted too. Keys are left alone, and so are the values of ``trusted_keys``
+    (timestamps, levels, correlation ids). A value that cannot be redacted is replaced, never logged as is.
+
+    Short strings recur on every line (event names, tool names, identities), so their redactions are cached.
+    """
+    cached = functools.lru_cache(maxsize=4096)(redact)
+
+    def redact_text(text: str) -> str:
+        try:
+            return cached(text) if len(text) <= _CACHEABLE else redact(text)
+        except Exception:
+            return _REDACTION_FAILED
+
+    def clean(value: Any, depth: int) -> Any:
+        if isinstance(value, str):
+            return redact_text(value)
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        if depth >= _MAX_DEPTH:
+            return _REDACTION_FAILED
+        if isinstance(value, dict):
+            return {k: clean(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, list | tuple | set | frozenset):
+            return [clean(v, depth + 1) for v in value]
+        try:
+            return redact_text(str(value))
+        except Exception:
+            return _REDACTION_FAILED
+
+    def processor(_logger: Any, _method_name: str, event_dict: EventDict) -> EventDict:
+        # Replacing values (never adding or removing keys) while iterating is safe for a dict.
+        for key, value in event_dict.items():
+            if value is None or key in trusted_keys:
+                continue
+            kind = type(value)
+            if kind is str:
+                event_dict[key] = redact_text(value)
+            elif kind is not int and kind is not float and kind is not bool:
+                event_dict[key] = clean(value, 0)
+        return event_dict
+
+    return processor
+
+
+def _render(obj: Any, default: Callable[[Any], Any] | None = None, **_: Any) -> str:
+    try:
+        return orjson.dumps(obj, default=default, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # what orjson refuses (integers beyond 64 bits, ...), the standard library renders
+        return json.dumps(obj, default=default)
 
 
 def configure_logging(level: str = "info", *, redactor: Processor | None = None, stream: Any = None) -> None:
@@ -22,14 +129,15 @@ def configure_logging(level: str = "info", *, redactor: Processor | None = None,
     stream = stream or sys.stderr
     numeric = _LEVELS[level]
     processors: list[Any] = [
-        structlog.contextvars.merge_contextvars,
+        merge_structlog_contextvars,
+        add_call_scope,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         structlog.processors.format_exc_info,
     ]
     if redactor is not None:
         processors.append(redactor)
-    processors.append(structlog.processors.JSONRenderer())
+    processors.append(structlog.processors.JSONRenderer(serializer=_render))
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

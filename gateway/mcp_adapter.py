@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from gateway import __version__
-from gateway.api.context import Principal
+from gateway.api.context import CallContext, Principal
 from gateway.api.errors import ToolError
 from gateway.runtime import GatewayRuntime, ServedTool, UnknownTool
 
@@ -37,13 +37,12 @@ def _principal(runtime: GatewayRuntime, ctx: Any) -> Principal:
     return runtime.default_principal
 
 
-def _transport(ctx: Any) -> str:
-    return "http" if getattr(ctx, "request", None) is not None else "stdio"
-
-
-def _headers(ctx: Any) -> dict[str, str]:
+def _new_context(runtime: GatewayRuntime, ctx: Any) -> CallContext:
+    """The runtime's call context for an SDK request context (HTTP when it carries a Starlette request)."""
     request = getattr(ctx, "request", None)
-    return dict(request.headers) if request is not None else {}
+    if request is None:
+        return runtime.new_context(principal=_principal(runtime, ctx), transport="stdio")
+    return runtime.new_context(principal=_principal(runtime, ctx), transport="http", headers=dict(request.headers))
 
 
 def _mcp_tool(served: ServedTool) -> mt.Tool:
@@ -74,9 +73,7 @@ def build_server(runtime: GatewayRuntime) -> Server[Any]:
         return mt.ListToolsResult(tools=[tool_cache[s.name] for s in runtime.visible_tools(principal)])
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
-        context = runtime.new_context(
-            principal=_principal(runtime, ctx), transport=_transport(ctx), headers=_headers(ctx)
-        )
+        context = _new_context(runtime, ctx)
         try:
             outcome = await runtime.call_tool(params.name, params.arguments, context)
         except UnknownTool:
@@ -109,7 +106,7 @@ def build_server(runtime: GatewayRuntime) -> Server[Any]:
 
     async def read_resource(ctx: Any, params: mt.ReadResourceRequestParams) -> mt.ReadResourceResult:
         uri = str(params.uri)
-        context = runtime.new_context(principal=_principal(runtime, ctx), transport=_transport(ctx))
+        context = _new_context(runtime, ctx)
         try:
             content = await runtime.read_resource(uri, context)
         except ToolError as err:

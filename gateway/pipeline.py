@@ -28,6 +28,19 @@ class Link:
     fail_open: bool = False
 
 
+def tool_error_in(error: BaseException) -> ToolError | None:
+    """The :class:`ToolError` that ``error`` is or carries: a tool that runs a task group raises its ToolError
+    wrapped in an exception group, and the caller must still see the tool's own error code."""
+    if isinstance(error, ToolError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = tool_error_in(inner)
+            if found is not None:
+                return found
+    return None
+
+
 class _DownstreamFailure(Exception):
     """Carries an exception from further down the chain through a link's own error handling."""
 
@@ -44,27 +57,26 @@ def build_chain(links: Sequence[Link], handler: Handler) -> Handler:
 
 
 def _wrap(link: Link, downstream: Handler) -> Handler:
-    async def call_next(call: ToolCall) -> BaseModel:
-        try:
-            return await downstream(call)
-        except BaseException as exc:
-            raise _DownstreamFailure(exc) from exc
-
     async def run(call: ToolCall) -> BaseModel:
         reached = False
 
-        async def tracked_next(inner: ToolCall) -> BaseModel:
+        async def call_next(inner: ToolCall) -> BaseModel:
             nonlocal reached
             reached = True
-            return await call_next(inner)
+            try:
+                return await downstream(inner)
+            except BaseException as exc:
+                raise _DownstreamFailure(exc) from exc
 
         try:
-            return await link.interceptor(call, tracked_next)
+            return await link.interceptor(call, call_next)
         except _DownstreamFailure as failure:
             raise failure.error from None
         except ToolError:
             raise
         except Exception as exc:
+            if (carried := tool_error_in(exc)) is not None:
+                raise carried from None
             if link.fail_open and not reached:
                 log.warning("interceptor failed; continuing (fail_open)", interceptor=link.name, error=repr(exc))
                 return await downstream(call)

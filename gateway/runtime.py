@@ -7,9 +7,9 @@ The runtime knows nothing about MCP framing; transports (the MCP adapter, the RE
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +31,8 @@ from gateway.api.registry import InterceptorContext, PackContext
 from gateway.api.tools import Resource, ResourceContent, ResourceTemplate, Tool, ToolCall, ToolPack
 from gateway.config import LoadedConfig
 from gateway.identity import local_principal
-from gateway.pipeline import Link, build_chain
+from gateway.logs import enter_call, exit_call
+from gateway.pipeline import Link, build_chain, tool_error_in
 from gateway.plugin_manager import GatewayPlugins
 from gateway.providers import ProviderHub
 
@@ -48,6 +49,8 @@ class ServedTool:
     pack: str
     tool: Tool[Any, Any]
     pack_obj: ToolPack
+    encoder: json.JSONEncoder
+    """Renders the result's text block (built once: ``json.dumps`` would build one per call)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class GatewayRuntime:
         self._chain: Any = None
         self._interceptors: list[Link] = []
         self.default_principal: Principal | None = None
+        self._call_log: Any = log
         self._started = False
 
     @property
@@ -140,6 +144,7 @@ class GatewayRuntime:
             await self.stop()
             raise
         self._chain = build_chain(self._interceptors, self._invoke)
+        self._call_log = log.bind()  # resolved once: the per-call line is on the hot path
         self._started = True
         log.info("gateway started", packs=list(self.packs), tools=len(self.tools), data_dir=str(data_dir))
 
@@ -153,7 +158,8 @@ class GatewayRuntime:
                     f"tool name collision: {full!r} is offered by pack {other!r} and by pack {pack_name!r}; "
                     f"disable one or set [packs.prefix] for one of them"
                 )
-            self.tools[full] = ServedTool(full, pack_name, tool, pack)
+            encoder = json.JSONEncoder(indent=tool.text_indent, ensure_ascii=False)
+            self.tools[full] = ServedTool(full, pack_name, tool, pack, encoder)
         for resource in pack.resources():
             if resource.uri in self.resources:
                 other = self.resources[resource.uri][0]
@@ -193,7 +199,7 @@ class GatewayRuntime:
         principal = principal or self.default_principal
         assert principal is not None, "the runtime is not started"
         return CallContext(
-            correlation_id=uuid.uuid4().hex,
+            correlation_id=os.urandom(16).hex(),
             principal=principal,
             transport=transport,
             tool_name=tool_name,
@@ -210,12 +216,12 @@ class GatewayRuntime:
             raise UnknownTool(name)
         context.tool_name = name
         started = time.perf_counter()
-        structlog.contextvars.bind_contextvars(correlation_id=context.correlation_id, tool=name)
+        scope = enter_call(context.correlation_id, name)
         try:
             outcome = await self._call(served, arguments or {}, context)
         finally:
-            structlog.contextvars.unbind_contextvars("correlation_id", "tool")
-        log.info(
+            exit_call(scope)
+        self._call_log.info(
             "tool call",
             tool=name,
             correlation_id=context.correlation_id,
@@ -245,7 +251,9 @@ class GatewayRuntime:
             model = self._checked_output(tool, result)
         except ToolError as err:
             return self._error(served, err, context)
-        except Exception:
+        except Exception as exc:
+            if (carried := tool_error_in(exc)) is not None:
+                return self._error(served, carried, context)
             log.exception("tool failed", tool=served.name, correlation_id=context.correlation_id)
             err = InternalError(
                 "internal error; the server log has the details under this correlation id",
@@ -253,8 +261,7 @@ class GatewayRuntime:
             )
             return self._error(served, err, context)
         body = model.model_dump(mode="json", by_alias=True, exclude_none=tool.exclude_none)
-        text = json.dumps(body, indent=tool.text_indent, ensure_ascii=False)
-        return CallOutcome(False, body, text, context=context)
+        return CallOutcome(False, body, served.encoder.encode(body), context=context)
 
     async def _invoke(self, call: ToolCall) -> BaseModel:
         return await call.tool.handler(call.arguments, call.context)
@@ -276,8 +283,7 @@ class GatewayRuntime:
 
     def _error(self, served: ServedTool, err: ToolError, context: CallContext) -> CallOutcome:
         body = served.pack_obj.format_error(err) or err.to_body()
-        text = json.dumps(body, indent=served.tool.text_indent, ensure_ascii=False)
-        return CallOutcome(True, body, text, error=err, context=context)
+        return CallOutcome(True, body, served.encoder.encode(body), error=err, context=context)
 
     # -- resources -------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The sanitization pipeline the host builds from ``[sanitize]``, and the structlog redaction processor.
+"""The sanitization pipeline the host builds from ``[sanitize]``.
 
 :class:`SanitizationPipeline` implements :class:`gateway.api.SanitizationService`. For each field it runs the
 layers configured for the field's kind, in order, each on the previous layer's output, with one
@@ -13,10 +13,8 @@ This module imports only :mod:`gateway.api` and libraries: layers are providers 
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import structlog
 
@@ -30,7 +28,7 @@ from gateway.api import (
     Sanitizer,
 )
 
-__all__ = ["PipelineReport", "SanitizationPipeline", "make_log_redactor"]
+__all__ = ["PipelineReport", "SanitizationPipeline"]
 
 log = structlog.get_logger(__name__)
 
@@ -180,56 +178,3 @@ class SanitizationPipeline:
                 raise SanitizationFailed("The search query contains sensitive data that could not be redacted.")
             current = result.text
         return current
-
-
-_MAX_DEPTH = 16
-_REDACTION_FAILED = "<REDACTION_FAILED>"
-
-
-_TRUSTED_KEYS = frozenset({"timestamp", "level", "correlation_id", "ms", "logger"})
-"""Values the logging setup itself produces (never user data): not scanned."""
-_CACHEABLE = 256
-
-
-def make_log_redactor(
-    redact: Callable[[str], str], *, trusted_keys: frozenset[str] = _TRUSTED_KEYS
-) -> Callable[[Any, str, MutableMapping[str, Any]], Any]:
-    """A structlog processor applying ``redact`` (layer 1's ``PatternSanitizer.redact``) to every value of the
-    event dict: the event and every value, recursively through dicts, lists, tuples and sets; any other object
-    (an exception, a path, a model) is logged as its redacted ``str()``. Place it after ``format_exc_info`` so
-    rendered tracebacks are redacted too. Keys are left alone, and so are the values of ``trusted_keys``
-    (timestamps, levels, correlation ids). A value that cannot be redacted is replaced, never logged as is.
-
-    Short strings recur on every line (event names, tool names, identities), so their redactions are cached.
-    """
-    cached = functools.lru_cache(maxsize=4096)(redact)
-
-    def redact_text(text: str) -> str:
-        try:
-            return cached(text) if len(text) <= _CACHEABLE else redact(text)
-        except Exception:
-            return _REDACTION_FAILED
-
-    def clean(value: Any, depth: int) -> Any:
-        if isinstance(value, str):
-            return redact_text(value)
-        if value is None or isinstance(value, bool | int | float):
-            return value
-        if depth >= _MAX_DEPTH:
-            return _REDACTION_FAILED
-        if isinstance(value, dict):
-            return {k: clean(v, depth + 1) for k, v in value.items()}
-        if isinstance(value, list | tuple | set | frozenset):
-            return [clean(v, depth + 1) for v in value]
-        try:
-            return redact_text(str(value))
-        except Exception:
-            return _REDACTION_FAILED
-
-    def processor(_logger: Any, _method_name: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-        for key, value in list(event_dict.items()):
-            if key not in trusted_keys:
-                event_dict[key] = clean(value, 0)
-        return event_dict
-
-    return processor

@@ -8,8 +8,8 @@ this module only decides. ``level``/``stamp`` mean, for ``daily``: calls used / 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from gateway.api import RateDecision, RateLimitRule
 
@@ -17,8 +17,7 @@ _EPSILON = 1e-9
 """Float slack when comparing tokens, so 0.1 + 0.2 tokens count as 0.3."""
 
 
-@dataclass(frozen=True)
-class Counter:
+class Counter(NamedTuple):
     kind: str
     level: float
     stamp: float
@@ -26,8 +25,7 @@ class Counter:
     """When the counter is back to its initial state (a new day, a full bucket) and may be forgotten."""
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     decision: RateDecision
     counter: Counter | None
     """The state to store, or ``None`` when nothing changed (a refused hit, a peek)."""
@@ -99,12 +97,12 @@ def _bucket(rule: RateLimitRule, counter: Counter | None, now: datetime, cost: i
     allowed = tokens + _EPSILON >= cost
     if allowed and consume:
         tokens = max(0.0, tokens - cost)
+    full_at = at + (capacity - tokens) / rate
     decision = RateDecision(
-        allowed=allowed,
-        limit=rule.limit,
-        remaining=math.floor(tokens + _EPSILON),
-        reset_at=now + timedelta(seconds=(capacity - tokens) / rate),
-        retry_after=None if allowed else (cost - tokens) / rate,
+        allowed,
+        rule.limit,
+        math.floor(tokens + _EPSILON),
+        datetime.fromtimestamp(full_at, UTC),
+        None if allowed else (cost - tokens) / rate,
     )
-    changed = allowed and consume
-    return Outcome(decision, Counter(rule.kind, tokens, at, decision.reset_at.timestamp()) if changed else None)
+    return Outcome(decision, Counter(rule.kind, tokens, at, full_at) if allowed and consume else None)

@@ -141,15 +141,16 @@ class RateLimitInterceptor(Interceptor):
                 peeked = await self._limiter.peek(rule, key, now=now)
                 if peeked.remaining < cost:
                     self._refuse(call, rule, _refusal(peeked, now))
-        decisions: list[tuple[RateLimitRule, RateDecision]] = []
+        tightest: tuple[RateLimitRule, RateDecision] | None = None
         for rule, cost in rules:
             decision = await self._limiter.hit(rule, key, cost=cost, now=now)
             if not decision.allowed:
                 self._refuse(call, rule, decision)
-            decisions.append((rule, decision))
-        rule, tightest = min(decisions, key=lambda item: item[1].remaining)
-        call.context.state[STATE_KEY] = tightest
-        call.context.state[RULE_STATE_KEY] = rule.name
+            if tightest is None or decision.remaining < tightest[1].remaining:
+                tightest = (rule, decision)
+        assert tightest is not None
+        call.context.state[STATE_KEY] = tightest[1]
+        call.context.state[RULE_STATE_KEY] = tightest[0].name
         return await call_next(call)
 
     def _refuse(self, call: ToolCall, rule: RateLimitRule, decision: RateDecision) -> NoReturn:

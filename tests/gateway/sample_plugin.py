@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api import (
@@ -34,7 +35,7 @@ class EchoOut(BaseModel):
 
 
 class FailIn(BaseModel):
-    mode: str = Field(description="'tool_error', 'crash', 'bad_output' or 'missing'")
+    mode: str = Field(description="'tool_error', 'crash', 'bad_output', 'missing' or 'in_task_group'")
 
 
 class EchoPackConfig(BaseModel):
@@ -53,6 +54,14 @@ async def fail(args: FailIn, ctx: CallContext) -> Any:
         raise NotFound("no such thing", details={"id": "x"})
     if args.mode == "bad_output":
         return {"echoed": 42}
+    if args.mode == "in_task_group":  # the ToolError reaches the runtime inside an exception group
+
+        async def refuse() -> None:
+            raise NotFound("not in the group either", details={"id": "y"})
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(refuse)
+            await anyio.sleep(5)
     raise RuntimeError("secret internal detail at /srv/app/internal.py")
 
 

@@ -58,6 +58,14 @@ async def test_tool_errors_use_the_gim_error_format(tmp_path, sample):
     assert json.loads(missing.content[0].text)["error"]["code"] == "not_found"
 
 
+async def test_a_tool_error_raised_in_a_task_group_keeps_its_code(tmp_path, sample):
+    async with running_gateway(sample_config(tmp_path), extra_plugins=[("sample", sample)]) as client:
+        result = await client.call_tool("echo_fail", {"mode": "in_task_group"})
+    body = json.loads(result.content[0].text)
+    assert result.is_error and body["error"]["code"] == "not_found"
+    assert body["error"]["details"] == {"id": "y"}
+
+
 async def test_crash_is_internal_error_without_internals(tmp_path, sample):
     async with running_gateway(sample_config(tmp_path), extra_plugins=[("sample", sample)]) as client:
         result = await client.call_tool("echo_fail", {"mode": "crash"})

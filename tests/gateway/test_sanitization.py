@@ -19,7 +19,8 @@ from gateway.api import (
     SanitizationFailed,
     SanitizedText,
 )
-from gateway.sanitization import SanitizationPipeline, make_log_redactor
+from gateway.logs import make_log_redactor
+from gateway.sanitization import SanitizationPipeline
 from gateway_plugins.sanitizers import plugin as sanitizers_plugin
 from gateway_plugins.sanitizers.contextual import ContextualSanitizer
 from gateway_plugins.sanitizers.patterns import PatternSanitizer
