@@ -86,9 +86,14 @@ class HttpAuth:
 
 
 def describe_auth(runtime: GatewayRuntime) -> HttpAuth:
-    """Build (if not yet built) the configured authenticator and describe it."""
-    if runtime.loaded.config.providers.auth == "none":
-        return HttpAuth(None)
+    """Build (if not yet built) the configured authenticator and describe it.
+
+    With ``auth = "none"`` callers run as the gateway's identity, unless a ``[plugins.auth.none]`` table names
+    the principal they run as.
+    """
+    cfg = runtime.loaded.config
+    if cfg.providers.auth == "none" and "none" not in cfg.plugins.get("auth", {}):
+        return HttpAuth(None)  # every HTTP caller is the gateway's own identity, as over stdio
     authenticator = runtime.providers.get(AUTH)
     issuers: list[str] = []
     audiences: list[str] = []

@@ -146,3 +146,24 @@ async def test_replicas_share_keys_and_quotas_through_postgres(
             await manager.revoke_key(info.id)
         for base in (one, two):  # revoked on every replica at once
             assert call_rest(base, "acct_read", headers=globex).json()["error"]["detail"]["reason"] == "revoked"
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        (None, ("local", None, "config")),
+        ({"subject": "team-a-bot", "tenant": "team-a"}, ("team-a-bot", "team-a", "none")),
+    ],
+)
+async def test_without_authentication_http_callers_are_the_gateway_or_the_configured_principal(
+    tmp_path: Path, table: dict[str, str] | None, expected: tuple[str, str | None, str]
+) -> None:
+    cfg = config(tmp_path, "none")
+    if table is not None:
+        cfg["plugins"] = {"auth": {"none": table}}
+    with http_gateway(cfg, extra_plugins=PLUGINS) as (base, _runtime):
+        async with mcp_client(f"{base}/mcp") as client:
+            result = await client.call_tool("acct_whoami", {"text": "hi"})
+        rest = call_rest(base, "acct_whoami", {"text": "hi"})
+    for caller in (result.structured_content, rest.json()):
+        assert (caller["subject"], caller["tenant"], caller["method"]) == expected
