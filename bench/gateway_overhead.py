@@ -85,7 +85,7 @@ def _wait_http(url: str, proc: subprocess.Popen) -> None:
     raise TimeoutError(url)
 
 
-ROUNDS = 5
+ROUNDS = 7
 
 
 async def _alternate(gateway: Client, bare: Client, calls: int) -> tuple[float, float]:
@@ -159,6 +159,7 @@ async def main(calls: int) -> None:
         results["stdio"] = await stdio(config_path, calls)
         results["http"] = await http(config_path, max(100, calls // 4))
     targets = {"in-memory": 0.8, "stdio": 0.9, "http": 0.9}
+    print(f"load average (1 min) after the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(f"{'transport':<10} {'gateway calls/s':>16} {'bare SDK calls/s':>17} {'ratio':>7} {'target':>7}")
     for name, (gateway, bare) in results.items():
         print(f"{name:<10} {gateway:>16.0f} {bare:>17.0f} {gateway / bare:>7.2f} {targets[name]:>7.2f}")
@@ -166,5 +167,5 @@ async def main(calls: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=1000, help="calls per round (5 alternating rounds)")
+    parser.add_argument("--calls", type=int, default=1000, help=f"calls per round ({ROUNDS} alternating rounds)")
     anyio.run(main, parser.parse_args().calls)

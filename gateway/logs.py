@@ -12,8 +12,10 @@ import functools
 import json
 import logging
 import sys
+import threading
 from collections.abc import Callable, MutableMapping
 from contextvars import ContextVar, Token
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -121,13 +123,51 @@ def _render(obj: Any, default: Callable[[Any], Any] | None = None, **_: Any) -> 
         return json.dumps(obj, default=default)
 
 
+class CallLog:
+    """Writes the one line the gateway logs per tool call (``"tool call"``, at ``info``).
+
+    It runs for every call, so it is composed directly from the configured parts (the same stream, redaction
+    and JSON rendering as every other line, the same ``level`` and ``timestamp`` keys) rather than through
+    structlog's per-event processor chain: a tenth of the cost. Processors added to structlog's configuration
+    by an embedding application do not see this line.
+    """
+
+    def __init__(self, stream: Any, *, enabled: bool, redactor: Processor | None = None) -> None:
+        self.enabled = enabled
+        self._stream = stream
+        self._redactor = redactor
+        self._lock = threading.Lock()
+
+    def __call__(self, **fields: Any) -> None:
+        if not self.enabled:
+            return
+        event: dict[str, Any] = {"event": "tool call", **fields, "level": "info"}
+        event["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        if self._redactor is not None:
+            event = self._redactor(None, "info", event)  # type: ignore[assignment]
+        line = _render(event) + "\n"
+        with self._lock:
+            self._stream.write(line)
+            self._stream.flush()
+
+
+_call_log = CallLog(sys.stderr, enabled=True)
+
+
+def call_log() -> CallLog:
+    """The per-call line's writer as :func:`configure_logging` last set it up."""
+    return _call_log
+
+
 def configure_logging(level: str = "info", *, redactor: Processor | None = None, stream: Any = None) -> None:
     """Configure structlog (and the standard library's loggers) to write JSON lines to ``stream`` (stderr).
 
     ``redactor`` runs last before rendering, so no processor can reintroduce what it removed.
     """
+    global _call_log
     stream = stream or sys.stderr
     numeric = _LEVELS[level]
+    _call_log = CallLog(stream, enabled=numeric <= logging.INFO, redactor=redactor)
     processors: list[Any] = [
         merge_structlog_contextvars,
         add_call_scope,

@@ -31,7 +31,7 @@ from gateway.api.registry import InterceptorContext, PackContext
 from gateway.api.tools import Resource, ResourceContent, ResourceTemplate, Tool, ToolCall, ToolPack
 from gateway.config import LoadedConfig
 from gateway.identity import local_principal
-from gateway.logs import enter_call, exit_call
+from gateway.logs import call_log, enter_call, exit_call
 from gateway.pipeline import Link, build_chain, tool_error_in
 from gateway.plugin_manager import GatewayPlugins
 from gateway.providers import ProviderHub
@@ -90,7 +90,7 @@ class GatewayRuntime:
         self._chain: Any = None
         self._interceptors: list[Link] = []
         self.default_principal: Principal | None = None
-        self._call_log: Any = log
+        self._call_log = call_log()
         self._started = False
 
     @property
@@ -144,7 +144,7 @@ class GatewayRuntime:
             await self.stop()
             raise
         self._chain = build_chain(self._interceptors, self._invoke)
-        self._call_log = log.bind()  # resolved once: the per-call line is on the hot path
+        self._call_log = call_log()
         self._started = True
         log.info("gateway started", packs=list(self.packs), tools=len(self.tools), data_dir=str(data_dir))
 
@@ -221,8 +221,7 @@ class GatewayRuntime:
             outcome = await self._call(served, arguments or {}, context)
         finally:
             exit_call(scope)
-        self._call_log.info(
-            "tool call",
+        self._call_log(
             tool=name,
             correlation_id=context.correlation_id,
             principal=context.principal.key,

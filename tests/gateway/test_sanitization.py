@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import anyio
 import pluggy
 import pytest
-import structlog
 
 from gateway.api import (
     PROJECT_NAME,
@@ -19,7 +17,6 @@ from gateway.api import (
     SanitizationFailed,
     SanitizedText,
 )
-from gateway.logs import make_log_redactor
 from gateway.sanitization import SanitizationPipeline
 from gateway_plugins.sanitizers import plugin as sanitizers_plugin
 from gateway_plugins.sanitizers.contextual import ContextualSanitizer
@@ -136,39 +133,6 @@ def test_from_config_uses_registered_providers(tmp_path: Path) -> None:
     )
     assert [layer.name for layer in built.layers_for(E)] == ["patterns", "contextual"]
     assert built.layers_for(E)[0] is built.layers_for(C)[0]
-
-
-def test_log_redactor_structlog_line() -> None:
-    lines: list[str] = []
-    logger = structlog.wrap_logger(
-        _Collect(lines),
-        processors=[make_log_redactor(PatternSanitizer().redact), structlog.processors.JSONRenderer()],
-    )
-    logger.info(
-        "login for alice@acme-corp.io",
-        headers={"Authorization": "Bearer 1a2B3c4D5e6F7g8H9i0J"},
-        keys=["ghp_0123456789abcdefghijABCDEFGHIJ012345", 42],
-        port=8000,
-    )
-    event = json.loads(lines[0])
-    assert event["event"] == "login for <EMAIL_1>"
-    assert event["headers"] == {"Authorization": "Bearer <TOKEN_1>"}
-    assert event["keys"] == ["<GITHUB_TOKEN_1>", 42] and event["port"] == 8000
-
-
-def test_log_redactor_never_logs_on_failure() -> None:
-    def boom(_text: str) -> str:
-        raise ValueError
-
-    assert make_log_redactor(boom)(None, "info", {"event": "secret"}) == {"event": "<REDACTION_FAILED>"}
-
-
-class _Collect:
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-
-    def info(self, message: str) -> None:
-        self.lines.append(message)
 
 
 def test_placeholder_map_is_per_submission() -> None:

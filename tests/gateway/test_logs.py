@@ -1,0 +1,109 @@
+"""Logs: one redacted JSON line per call on stderr, and the call's correlation id on every line logged during it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import structlog
+from pydantic import BaseModel
+
+from gateway.api import CallContext, Tool, ToolPack, hookimpl
+from gateway.app import running_runtime
+from gateway.logs import make_log_redactor
+from gateway_plugins.sanitizers.patterns import PatternSanitizer
+
+pytestmark = pytest.mark.anyio
+
+
+class Note(BaseModel):
+    text: str
+
+
+async def _note(args: Note, ctx: CallContext) -> Note:
+    structlog.get_logger("a.plugin").info("inside the tool", detail=args.text)
+    return Note(text="noted")
+
+
+class NotePack(ToolPack):
+    name = "note"
+
+    def tools(self) -> list[Tool[Any, Any]]:
+        return [Tool("note_take", "Take a note.", Note, Note, _note)]
+
+
+class NotePlugin:
+    @hookimpl
+    def gateway_register_tool_packs(self, register: Any) -> None:
+        register("note", lambda ctx: NotePack())
+
+
+def _config(tmp_path: Any, level: str) -> dict[str, Any]:
+    return {
+        "gateway": {"data_dir": str(tmp_path / "data"), "identity": "alice@acme-corp.io", "log_level": level},
+        "packs": {"enabled": ["note"]},
+        "sanitize": {"logs": "patterns"},
+    }
+
+
+def _lines(err: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+
+
+async def test_each_call_logs_one_redacted_line_and_its_correlation_id_reaches_plugin_logs(tmp_path, capsys):
+    token = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+    async with running_runtime(_config(tmp_path, "info"), extra_plugins=[("note", NotePlugin())]) as runtime:
+        context = runtime.new_context()
+        outcome = await runtime.call_tool("note_take", {"text": f"my token is {token}"}, context)
+    assert not outcome.is_error
+    err = capsys.readouterr().err
+    assert token not in err and "alice@acme-corp.io" not in err
+    lines = _lines(err)
+    inside = next(line for line in lines if line["event"] == "inside the tool")
+    assert inside["detail"] == "my token is <GITHUB_TOKEN_1>"
+    assert inside["correlation_id"] == context.correlation_id and inside["tool"] == "note_take"
+    (call,) = [line for line in lines if line["event"] == "tool call"]
+    assert call["correlation_id"] == context.correlation_id and call["tool"] == "note_take"
+    assert call["principal"] == "<EMAIL_1>" and call["transport"] == "memory"
+    assert call["error"] is None and call["ms"] >= 0
+    assert call["level"] == "info" and call["timestamp"].endswith("Z")
+
+
+async def test_the_call_line_follows_the_log_level(tmp_path, capsys):
+    async with running_runtime(_config(tmp_path, "warning"), extra_plugins=[("note", NotePlugin())]) as runtime:
+        await runtime.call_tool("note_take", {"text": "x"}, runtime.new_context())
+    assert not [line for line in _lines(capsys.readouterr().err) if line["event"] in ("tool call", "inside the tool")]
+
+
+def test_log_redactor_structlog_line() -> None:
+    lines: list[str] = []
+    logger = structlog.wrap_logger(
+        _Collect(lines),
+        processors=[make_log_redactor(PatternSanitizer().redact), structlog.processors.JSONRenderer()],
+    )
+    logger.info(
+        "login for alice@acme-corp.io",
+        headers={"Authorization": "Bearer 1a2B3c4D5e6F7g8H9i0J"},
+        keys=["ghp_0123456789abcdefghijABCDEFGHIJ012345", 42],
+        port=8000,
+    )
+    event = json.loads(lines[0])
+    assert event["event"] == "login for <EMAIL_1>"
+    assert event["headers"] == {"Authorization": "Bearer <TOKEN_1>"}
+    assert event["keys"] == ["<GITHUB_TOKEN_1>", 42] and event["port"] == 8000
+
+
+def test_log_redactor_never_logs_on_failure() -> None:
+    def boom(_text: str) -> str:
+        raise ValueError
+
+    assert make_log_redactor(boom)(None, "info", {"event": "secret"}) == {"event": "<REDACTION_FAILED>"}
+
+
+class _Collect:
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def info(self, message: str) -> None:
+        self.lines.append(message)
