@@ -12,7 +12,6 @@ import functools
 import json
 import logging
 import sys
-import threading
 from collections.abc import Callable, MutableMapping
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
@@ -128,15 +127,15 @@ class CallLog:
 
     It runs for every call, so it is composed directly from the configured parts (the same stream, redaction
     and JSON rendering as every other line, the same ``level`` and ``timestamp`` keys) rather than through
-    structlog's per-event processor chain: a tenth of the cost. Processors added to structlog's configuration
-    by an embedding application do not see this line.
+    structlog's per-event processor chain, at less than half the cost. It prints through structlog's
+    ``PrintLogger``, so lines never interleave with the others. Processors added to structlog's configuration by an
+    embedding application do not see this line.
     """
 
     def __init__(self, stream: Any, *, enabled: bool, redactor: Processor | None = None) -> None:
         self.enabled = enabled
-        self._stream = stream
+        self._printer = structlog.PrintLogger(stream)
         self._redactor = redactor
-        self._lock = threading.Lock()
 
     def __call__(self, **fields: Any) -> None:
         if not self.enabled:
@@ -145,18 +144,15 @@ class CallLog:
         event["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         if self._redactor is not None:
             event = self._redactor(None, "info", event)  # type: ignore[assignment]
-        line = _render(event) + "\n"
-        with self._lock:
-            self._stream.write(line)
-            self._stream.flush()
+        self._printer.msg(_render(event))
 
 
-_call_log = CallLog(sys.stderr, enabled=True)
+_call_log: CallLog | None = None
 
 
 def call_log() -> CallLog:
-    """The per-call line's writer as :func:`configure_logging` last set it up."""
-    return _call_log
+    """The per-call line's writer as :func:`configure_logging` last set it up (stderr before that)."""
+    return _call_log or CallLog(sys.stderr, enabled=True)
 
 
 def configure_logging(level: str = "info", *, redactor: Processor | None = None, stream: Any = None) -> None:
