@@ -25,6 +25,7 @@ import re
 import sys
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,45 +33,10 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.plugins.gim.support import served_deployment, write_config
+
 VERIFY = [{"order": 1, "command": "re-run the failing step", "expected_output": "the error no longer appears"}]
-
-CONFIG = """\
-[gateway]
-name = "gim-eval"
-data_dir = "{data_dir}"
-log_level = "warning"
-
-[transport]
-kind = "stdio"
-
-[packs]
-enabled = ["gim"]
-
-[providers]
-embedder = ["local"]
-vector_store = "qdrant-edge"
-store = "sqlite"
-rate_limiter = "sqlite"
-auth = "none"
-
-[sanitize]
-error_message = ["patterns", "contextual"]
-code = ["patterns", "contextual"]
-free_text = ["patterns", "contextual"]
-query = ["patterns"]
-
-[pipeline]
-interceptors = [{{ name = "rate_limit", on_error = "fail_closed" }}]
-
-[[plugins.interceptor.rate_limit.rules]]
-name = "gim-daily-search"
-tools = ["gim_search_issues", "gim_get_fix_bundle"]
-kind = "daily"
-limit = 1000000
-
-[plugins.gim]
-strategy = "{strategy}"
-{overrides}"""
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -243,8 +209,8 @@ async def run_gateway(data: EvalSet, spec: str, workdir: Path, number: int) -> R
     result = Result(spec)
     data_dir = workdir / f"data-{number}"
     config = workdir / f"config-{number}.toml"
-    extra = "".join(f"{key} = {value}\n" for key, value in overrides.items())
-    config.write_text(CONFIG.format(data_dir=data_dir.as_posix(), strategy=strategy, overrides=extra))
+    gim = {"strategy": strategy} | {key: tomllib.loads(f"v = {value}")["v"] for key, value in overrides.items()}
+    write_config(config, served_deployment(data_dir, name="gim-eval", search_limit=1_000_000, gim=gim))
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "gateway", "serve", "--config", str(config)],

@@ -37,40 +37,8 @@ import anyio
 import numpy as np
 from mcp import Client, StdioServerParameters
 
-CONFIG = """\
-[gateway]
-name = "gim-perf"
-data_dir = "{data_dir}"
-log_level = "warning"
-
-[transport]
-kind = "stdio"
-
-[packs]
-enabled = ["gim"]
-
-[providers]
-embedder = ["local"]
-vector_store = "qdrant-edge"
-store = "sqlite"
-rate_limiter = "sqlite"
-auth = "none"
-
-[sanitize]
-error_message = ["patterns", "contextual"]
-code = ["patterns", "contextual"]
-free_text = ["patterns", "contextual"]
-query = ["patterns"]
-
-[pipeline]
-interceptors = [{{ name = "rate_limit", on_error = "fail_closed" }}]
-
-[[plugins.interceptor.rate_limit.rules]]
-name = "gim-daily-search"
-tools = ["gim_search_issues", "gim_get_fix_bundle"]
-kind = "daily"
-limit = 100000000
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.plugins.gim.support import served_deployment, write_config
 
 # -- synthetic issues --------------------------------------------------------------------------------------------
 
@@ -392,8 +360,9 @@ async def run(args: argparse.Namespace) -> None:
     for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
         with tempfile.TemporaryDirectory(prefix=f"gim-perf-{size}-", dir=args.tmp) as tmp:
             data_dir = Path(tmp) / "data"
-            config = Path(tmp) / "config.toml"
-            config.write_text(CONFIG.format(data_dir=data_dir.as_posix()))
+            config = write_config(
+                Path(tmp) / "config.toml", served_deployment(data_dir, name="gim-perf", search_limit=100_000_000)
+            )
             os.environ["MCP_GATEWAY_DATA_DIR"] = str(data_dir)
             log(f"size {size}: seeding ...")
             seeded, ids = await seed(config, size, args.real, log)

@@ -1,12 +1,15 @@
-"""Shared helpers of the GIM tests: deployment configs, submissions, calls through the MCP SDK client."""
+"""Shared helpers of the GIM tests and benchmarks: deployment configs, submissions, calls through the MCP SDK client."""
 
 from __future__ import annotations
 
 import copy
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import tomli_w
 
 SANITIZE = {
     "error_message": ["patterns", "contextual"],
@@ -40,6 +43,25 @@ def gim_config(*, gim: dict[str, Any] | None = None, **sections: Any) -> dict[st
         else:
             config[key] = value
     return config
+
+
+def served_deployment(
+    data_dir: Path, *, name: str, search_limit: int, gim: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """:func:`gim_config` as the benchmarks serve it: data in ``data_dir``, the SQLite rate limiter, and the
+    ``rate_limit`` interceptor with a daily quota of ``search_limit`` searches and fix-bundle fetches."""
+    config = gim_config(gim=gim, gateway={"name": name, "data_dir": data_dir.as_posix(), "log_level": "warning"})
+    config["providers"]["rate_limiter"] = "sqlite"
+    config["pipeline"] = {"interceptors": [{"name": "rate_limit", "on_error": "fail_closed"}]}
+    rule = {"name": "gim-daily-search", "tools": ["gim_search_issues", "gim_get_fix_bundle"], "kind": "daily"}
+    config["plugins"]["interceptor"] = {"rate_limit": {"rules": [rule | {"limit": search_limit}]}}
+    return config
+
+
+def write_config(path: Path, config: Mapping[str, Any]) -> Path:
+    """``config`` as the TOML file a ``gateway`` subprocess reads."""
+    path.write_text(tomli_w.dumps(dict(config)))
+    return path
 
 
 def seed_model_cache(data_dir: Path, graph: Path) -> None:

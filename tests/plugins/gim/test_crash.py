@@ -15,31 +15,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from gateway.testing import running_gateway
-from tests.plugins.gim.support import call, gim_config, submission
+from tests.plugins.gim.support import call, gim_config, submission, write_config
 from tests.plugins.gim.test_consistency import stores_agree
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-CONFIG = """\
-[gateway]
-data_dir = "{data_dir}"
-log_level = "warning"
-[transport]
-kind = "stdio"
-[packs]
-enabled = ["gim"]
-[providers]
-embedder = ["local"]
-vector_store = "qdrant-edge"
-store = "sqlite"
-rate_limiter = "memory"
-auth = "none"
-[sanitize]
-error_message = ["patterns", "contextual"]
-code = ["patterns", "contextual"]
-free_text = ["patterns", "contextual"]
-query = ["patterns"]
-"""
 
 
 def _issue(n: int) -> dict[str, Any]:
@@ -100,8 +79,8 @@ async def _stream_until_killed(config: Path, first: int, kill_after: int, rng: r
 async def test_kill_9_during_submissions_leaves_the_stores_in_agreement(
     tmp_path: Path, data_dir: Path, minilm_graph: Path
 ) -> None:
-    config = tmp_path / "config.toml"
-    config.write_text(CONFIG.format(data_dir=data_dir.as_posix()))
+    deployment = gim_config(gateway={"data_dir": data_dir.as_posix(), "log_level": "warning"})
+    config = write_config(tmp_path / "config.toml", deployment)
     rng = random.Random(7)
     acknowledged: list[dict[str, Any]] = []
     for round_number in range(3):  # three crashes, each followed by a restart that must reconcile

@@ -14,7 +14,15 @@ from click.testing import CliRunner
 
 from gateway.cli import cli
 from gateway.testing import running_gateway
-from tests.plugins.gim.support import NUMPY_ACTIONS, NUMPY_CAUSE, NUMPY_ERROR, call, gim_config, submission
+from tests.plugins.gim.support import (
+    NUMPY_ACTIONS,
+    NUMPY_CAUSE,
+    NUMPY_ERROR,
+    call,
+    gim_config,
+    submission,
+    write_config,
+)
 
 
 async def _read(client: Any, uri: str) -> dict[str, Any]:
@@ -69,27 +77,9 @@ async def test_stats_resources(gim: Any) -> None:
 
 
 def test_cli_gim_stats(tmp_path: Path, data_dir: Path) -> None:
-    config = tmp_path / "config.toml"
-    config.write_text(
-        f"""
-[gateway]
-data_dir = "{data_dir.as_posix()}"
-log_level = "warning"
-[packs]
-enabled = ["gim"]
-[providers]
-embedder = ["local"]
-vector_store = "qdrant-edge"
-store = "sqlite"
-rate_limiter = "memory"
-auth = "none"
-[sanitize]
-error_message = ["patterns"]
-code = ["patterns"]
-free_text = ["patterns"]
-query = ["patterns"]
-"""
-    )
+    patterns_only = {kind: ["patterns"] for kind in ("error_message", "code", "free_text", "query")}
+    deployment = gim_config(gateway={"data_dir": data_dir.as_posix(), "log_level": "warning"}, sanitize=patterns_only)
+    config = write_config(tmp_path / "config.toml", deployment)
 
     async def seed() -> str:
         async with running_gateway(gim_config(), data_dir) as client:
