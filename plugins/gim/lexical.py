@@ -7,7 +7,9 @@ relational store (``gim_items.tokens``), so the index is rebuilt at start-up fro
 incrementally through their activation sequence (``index_seq``), including items other processes activated.
 
 Postings are compact arrays (document number, term frequency); a query costs one vectorised update per distinct
-query term, so 100k items answer in a few milliseconds.
+query term, so 100k items answer in a few milliseconds. Document numbers are stored as numpy's native index type
+(``intp``): numpy indexes with them directly, where 32-bit numbers would be converted on every use (measured at
+100k items: twice the time of a query).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["LexicalHit", "LexicalIndex"]
+
+_DOC_TYPE = "q" if np.dtype(np.intp).itemsize == 8 else "i"
+"""The :mod:`array` type code of ``numpy.intp``."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,7 @@ class _Postings:
     __slots__ = ("docs", "tfs")
 
     def __init__(self) -> None:
-        self.docs = array("I")
+        self.docs = array(_DOC_TYPE)
         self.tfs = array("f")
 
 
@@ -51,7 +56,7 @@ class LexicalIndex:
         self._master_ids: list[str] = []
         self._row: dict[str, int] = {}
         self._lengths = array("f")
-        self._alive = array("b")
+        self._alive = array("f")  # 1.0 or 0.0: a factor of the scores
         self._total_length = 0.0
         self._live = 0
         self.last_seq = 0
@@ -75,7 +80,7 @@ class LexicalIndex:
         self._item_ids.append(item_id)
         self._master_ids.append(master_id)
         self._lengths.append(float(len(tokens)))
-        self._alive.append(1)
+        self._alive.append(1.0)
         self._total_length += len(tokens)
         self._live += 1
         counts: dict[str, int] = {}
@@ -97,7 +102,7 @@ class LexicalIndex:
         row = self._row.get(item_id)
         if row is None or not self._alive[row]:
             return
-        self._alive[row] = 0
+        self._alive[row] = 0.0
         self._live -= 1
         self._total_length -= self._lengths[row]
 
@@ -124,10 +129,10 @@ class LexicalIndex:
             best += idf  # the score of an average-length item holding the term once
             if df > self.common_term_ratio * self._live and self._live > 1000:
                 continue  # near-stopword: contributes little, costs a full pass
-            docs = np.frombuffer(postings.docs, dtype=np.uint32)
+            docs = np.frombuffer(postings.docs, dtype=np.intp)
             tfs = np.frombuffer(postings.tfs, dtype=np.float32)
             scores[docs] += idf * tfs * (self.k1 + 1.0) / (tfs + norm[docs])
-        alive = np.frombuffer(self._alive, dtype=np.int8)
+        alive = np.frombuffer(self._alive, dtype=np.float32)
         scores *= alive
         k = min(limit, n)
         if k <= 0 or best <= 0:
