@@ -73,11 +73,7 @@ class QdrantEdgeConfig(IndexSettings):
         None, ge=0, description="Segments the optimizer aims for (None or 0: chosen from the CPU count)."
     )
     max_search_threads: int | None = Field(
-        1,
-        ge=1,
-        description="Threads of a shard's search pool (None: one per CPU). One by default: a query of a few dozen "
-        "results costs less than handing its segments to other threads (measured, 200k points in 2 segments: "
-        "0.41 ms and 0.41 ms of CPU on one thread, 0.70 ms and 1.0 ms of CPU on two).",
+        None, ge=1, description="Threads of a shard's search pool (None: one per CPU)."
     )
 
     def tuning(self) -> EdgeTuning:
