@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from gateway.api import CallContext, InsufficientData, QueryEmbedding, ToolError
+from gateway.api import CallContext, InsufficientData, QueryEmbedding
 from gateway_plugins.gim.ranking import environment_matches, fuse, rank, shortlist
 from gateway_plugins.gim.schemas import IssueSummary, SearchIssuesInput, SearchIssuesOutput
 from gateway_plugins.gim.signatures import lexical_tokens, normalise_error
@@ -38,14 +38,12 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
         embedded.append(await core.embeddings.embed_query(query_text))
 
     # The query embedding (the slow part, in a worker thread) runs while the lexical side is searched.
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(embed)
-            await core.refresh_generations()
-            await core.catch_up(max_age=core.config.lexical_refresh_seconds)
-            lexical = core.lexical.search(lexical_tokens(query_text), limit=pool) if core.hybrid else []
-    except BaseExceptionGroup as failure:  # surface the error itself (a ToolError keeps its code)
-        raise _leaf(failure) from None
+    # A ToolError raised in the group reaches the caller with its code: the host unwraps exception groups.
+    async with anyio.create_task_group() as group:
+        group.start_soon(embed)
+        await core.refresh_generations()
+        await core.catch_up(max_age=core.config.lexical_refresh_seconds)
+        lexical = core.lexical.search(lexical_tokens(query_text), limit=pool) if core.hybrid else []
     (query,) = embedded
     kind = ERROR if core.hybrid else COMBINED
     dense = await core.vectors.query(query.embedder_id, query.vector, kind=kind, limit=pool)
@@ -105,21 +103,3 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
         offset=args.offset,
         embedder=query.embedder_id,
     )
-
-
-def _leaf(group: BaseExceptionGroup) -> BaseException:
-    """The first error of a task group, a :class:`ToolError` preferred (cancellations are never the cause)."""
-    leaves: list[BaseException] = []
-
-    def walk(error: BaseException) -> None:
-        if isinstance(error, BaseExceptionGroup):
-            for inner in error.exceptions:
-                walk(inner)
-        else:
-            leaves.append(error)
-
-    walk(group)
-    for error in leaves:
-        if isinstance(error, ToolError):
-            return error
-    return next((e for e in leaves if not isinstance(e, anyio.get_cancelled_exc_class())), leaves[0])
