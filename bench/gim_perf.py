@@ -17,14 +17,17 @@ For each size N:
    with 4 in flight.
 
     /work/venv/bin/python bench/gim_perf.py [--sizes 10000,100000] [--real 10000] [--searches 300] [--submits 200]
+        [--seeded DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -364,8 +367,18 @@ async def run(args: argparse.Namespace) -> None:
                 Path(tmp) / "config.toml", served_deployment(data_dir, name="gim-perf", search_limit=100_000_000)
             )
             os.environ["MCP_GATEWAY_DATA_DIR"] = str(data_dir)
-            log(f"size {size}: seeding ...")
-            seeded, ids = await seed(config, size, args.real, log)
+            kept = Path(args.seeded) / f"{size}-{args.real}" if args.seeded else None
+            if kept is not None and (kept / "seeded.json").is_file():
+                log(f"size {size}: copying the seeded deployment kept in {kept} ...")
+                shutil.copytree(kept / "data", data_dir)
+                saved = json.loads((kept / "seeded.json").read_text())
+                seeded, ids = saved["timings"], saved["ids"]
+            else:
+                log(f"size {size}: seeding ...")
+                seeded, ids = await seed(config, size, args.real, log)
+                if kept is not None:
+                    shutil.copytree(data_dir, kept / "data", dirs_exist_ok=True)
+                    (kept / "seeded.json").write_text(json.dumps({"timings": seeded, "ids": ids}))
             log(f"size {size}: measuring over stdio ...")
             measured = await measure(config, ids, args.real, args.searches, args.submits)
             measured.update(model_cost(data_dir))
@@ -417,6 +430,12 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--submits", type=int, default=200)
     parser.add_argument("--tmp", default=None, help="where the temporary data dirs go")
+    parser.add_argument(
+        "--seeded",
+        default=None,
+        help="keep each seeded deployment here and, on later runs with the same size and --real, measure a copy "
+        "of it instead of seeding again (seeding 100k takes minutes; a reseed is needed after an embedder change)",
+    )
     anyio.run(run, parser.parse_args())
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gateway.api import Secret
+
+Precision = Literal["int8", "fp32"]
+"""How the local model computes: ``int8`` (quantized weights, the default) or ``fp32`` (exact)."""
 
 GEMINI_MAX_BATCH = 100
 """``batchEmbedContents`` accepts at most 100 requests."""
@@ -16,8 +21,17 @@ class LocalEmbedderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_length: int = Field(256, ge=8, le=512, description="Tokens per input, [CLS]/[SEP] included; longer is cut.")
-    threads: int | None = Field(None, ge=1, le=256, description="onnxruntime intra-op threads (default: all cores).")
+    threads: int | None = Field(
+        None, ge=1, le=256, description="Forward passes run at once, one core each (default: all cores)."
+    )
     batch_size: int = Field(32, ge=1, le=1024, description="Texts per forward pass.")
+    precision: Precision = Field(
+        "int8",
+        description="int8: the weight matrices quantized per output channel, activations quantized on the fly "
+        "(about 1.6x faster on the CPU; cosine to the fp32 vectors 0.98-0.999 on real error reports); "
+        "fp32: the exact sentence-transformers vectors. The two are different embedders (their ids differ): "
+        "switching needs `gateway reindex`.",
+    )
 
 
 class GeminiEmbedderConfig(BaseModel):

@@ -60,6 +60,7 @@ class GimCore:
         self._lock: DedupLock | None = None
         self._embeddings: EmbeddingService | None = None
         self._embedders_ready = False
+        self._coverage_checked: set[str] = set()
         self._generations_loaded_at = 0.0
         self._caught_up_at = float("-inf")
 
@@ -137,9 +138,26 @@ class GimCore:
         embedders = self.embeddings.embedders
         if not self._embedders_ready:
             for embedder in embedders:
-                await self.vectors.ensure_embedder(embedder.id, embedder.dimension)
+                generation = await self.vectors.ensure_embedder(embedder.id, embedder.dimension)
+                if embedder.id not in self._coverage_checked:
+                    self._coverage_checked.add(embedder.id)
+                    await self._warn_about_missing_vectors(embedder.id, generation.active)
             self._embedders_ready = True
         return embedders
+
+    async def _warn_about_missing_vectors(self, embedder_id: str, generation: int) -> None:
+        """Say so when stored items lack this embedder's vectors (a new or changed embedder, say int8 after
+        fp32): until ``gateway reindex --missing-only`` fills them, its searches and duplicate checks miss them."""
+        items = await self.repo.count_items(self.store)
+        embedded = await self.repo.count_vectors(self.store, embedder_id, generation)
+        if embedded < items:
+            log.warning(
+                "gim.embedder.vectors_missing",
+                embedder=embedder_id,
+                items=items,
+                with_vectors=embedded,
+                fix="run `gateway reindex --missing-only`",
+            )
 
     async def refresh_generations(self, *, force: bool = False) -> None:
         """Follow generation switches made by another process (at most every few seconds unless forced)."""

@@ -291,7 +291,7 @@ async def test_the_host_builds_the_configured_chain(
 ) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     chain = host_chain(tmp_path, fake_gemini)
-    assert [e.id for e in chain.embedders] == [f"gemini/gemini-embedding-001/{DIM}", "local/all-MiniLM-L6-v2/384"]
+    assert [e.id for e in chain.embedders] == [f"gemini/gemini-embedding-001/{DIM}", "local/all-MiniLM-L6-v2-int8/384"]
     assert (await chain.embed_query("q")).embedder_id == f"gemini/gemini-embedding-001/{DIM}"
     assert fake_gemini.requests[0].headers["x-goog-api-key"] == KEY
     assert list((tmp_path / "providers" / "embedder" / "local").glob("*.onnx")), "the graph is cached in data_dir"
@@ -304,9 +304,9 @@ async def test_the_host_leaves_gemini_out_without_a_key(
 ) -> None:
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     chain = host_chain(tmp_path, fake_gemini)
-    assert [e.id for e in chain.embedders] == ["local/all-MiniLM-L6-v2/384"]
+    assert [e.id for e in chain.embedders] == ["local/all-MiniLM-L6-v2-int8/384"]
     result = await chain.embed_query("q")
-    assert (result.embedder_id, result.skipped) == ("local/all-MiniLM-L6-v2/384", ())
+    assert (result.embedder_id, result.skipped) == ("local/all-MiniLM-L6-v2-int8/384", ())
     assert fake_gemini.requests == []
 
 

@@ -81,7 +81,7 @@ async def test_search_answer_shape_and_embedder(gim: Any) -> None:
         {"error_message": "AttributeError: module 'numpy' has no attribute 'float'", "provider": "anthropic"},
     )
     assert found["total_results"] == 1 and found["limit"] == 10 and found["offset"] == 0
-    assert found["embedder"] == "local/all-MiniLM-L6-v2/384"
+    assert found["embedder"] == "local/all-MiniLM-L6-v2-int8/384"
     issue = found["issues"][0]
     assert issue["issue_id"] == created["master_issue_id"]
     assert set(issue) >= {

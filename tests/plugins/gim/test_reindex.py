@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from gateway.testing import running_gateway
 from tests.fakes.gemini import FakeResponse
@@ -103,7 +104,7 @@ async def test_full_reindex_switches_generation_and_resumes(data_dir: Path) -> N
         generation = core.vectors.generation(embedder_id)
         assert generation.active == 1 and generation.building is None
         collections = [c for c in await core.vectors.store.list_collections() if c.startswith("gim__")]
-        assert collections == ["gim__local-all-minilm-l6-v2-384__g1"]
+        assert collections == ["gim__local-all-minilm-l6-v2-int8-384__g1"]
         assert await core.repo.vector_item_ids(core.store, embedder_id, 0) == set()
         assert await core.repo.vector_item_ids(core.store, embedder_id, 1) == {*ids, late["issue_id"]}
         for (error, _, _), issue in zip(ISSUES, ids, strict=True):
@@ -146,3 +147,26 @@ def test_gateway_reindex_command_drives_the_pack(tmp_path: Path, data_dir: Path)
             assert found["issues"][0]["issue_id"] == ids[0]
 
     anyio.run(check)
+
+
+async def test_changing_the_local_precision_warns_until_a_reindex_fills_the_vectors(data_dir: Path) -> None:
+    """fp32 and int8 vectors are different embedders: a deployment switched to int8 says at first use that its
+    items lack int8 vectors, and ``reindex --missing-only`` makes them searchable again."""
+    fp32 = gim_config(plugins={"embedder": {"local": {"precision": "fp32"}}})
+    async with running_gateway(fp32, data_dir) as client:
+        ids = await _submit_all(client)
+    async with running_gateway(gim_config(), data_dir) as client:
+        pack = client.runtime.packs["gim"]
+        with capture_logs() as logs:
+            (embedder,) = await pack.core.ensure_embedders()
+        assert embedder.id == "local/all-MiniLM-L6-v2-int8/384"
+        (warning,) = [entry for entry in logs if entry["event"] == "gim.embedder.vectors_missing"]
+        assert (warning["items"], warning["with_vectors"]) == (3, 0) and "reindex" in warning["fix"]
+        (report,) = await pack.reindex(missing_only=True, progress=lambda done, total: None)
+        assert report.embedded == 3
+        found = await call(client, "gim_search_issues", {"error_message": "No module named 'distutils'"})
+        assert found["issues"][0]["issue_id"] == ids[1] and found["embedder"] == embedder.id
+    async with running_gateway(gim_config(), data_dir) as client:
+        with capture_logs() as logs:
+            await client.runtime.packs["gim"].core.ensure_embedders()
+        assert not [entry for entry in logs if entry["event"] == "gim.embedder.vectors_missing"]
