@@ -194,38 +194,48 @@ async def reopen(directory: Path, query_file: Path, exact_file: Path) -> None:
 
 
 def bench_embedder(root: Path) -> list[tuple[str, str]]:
+    """Both precisions of the local embedder on the same short error texts (batch 1 is a query's or a
+    submission document's case; batch 32 a reindex's), and how far int8 vectors are from fp32 ones."""
     try:
         from gateway_plugins.embedders.config import LocalEmbedderConfig
         from gateway_plugins.embedders.local import LocalEmbedder
     except ImportError as exc:
         return [("local embedder", f"not available: {exc}")]
-    cache = root / "embedder-cache"
-    started = time.perf_counter()
-    LocalEmbedder.load(LocalEmbedderConfig(), cache_dir=cache)
-    cold = time.perf_counter() - started
-    started = time.perf_counter()
-    embedder = LocalEmbedder.load(LocalEmbedderConfig(), cache_dir=cache)
-    warm = time.perf_counter() - started
     kinds = ("TypeError", "ModuleNotFoundError", "KeyError", "ValueError")
     details = ("'NoneType' object is not subscriptable", "No module named 'numpy'", "unexpected keyword argument")
     modules = ("app", "server", "utils", "models", "views", "tasks", "cli", "db")
     texts = [f"{k}: {d} in {m}.py line {i}" for i, (k, d, m) in enumerate(itertools.product(kinds, details, modules))]
     texts = (texts * 4)[:320]
-    embedder.embed_sync(texts[:8])  # warm-up
-    started = time.perf_counter()
-    for text in texts[:100]:
-        embedder.embed_sync([text])
-    one = 100 / (time.perf_counter() - started)
-    started = time.perf_counter()
-    for start in range(0, len(texts), 32):
-        embedder.embed_sync(texts[start : start + 32])
-    batched = len(texts) / (time.perf_counter() - started)
-    return [
-        ("load, cold (builds the ONNX graph)", f"{cold:.2f} s"),
-        ("load, warm (cached graph)", f"{warm:.2f} s"),
-        ("embeddings/s, batch 1", f"{one:.0f}"),
-        ("embeddings/s, batch 32", f"{batched:.0f}"),
-    ]
+    rows: list[tuple[str, str]] = []
+    vectors = {}
+    for precision in ("int8", "fp32"):
+        cache = root / "embedder-cache"
+        config = LocalEmbedderConfig(precision=precision)
+        started = time.perf_counter()
+        LocalEmbedder.load(config, cache_dir=cache)
+        cold = time.perf_counter() - started
+        started = time.perf_counter()
+        embedder = LocalEmbedder.load(config, cache_dir=cache)
+        warm = time.perf_counter() - started
+        embedder.embed_sync(texts[:8])  # warm-up
+        started, cpu = time.perf_counter(), time.process_time()
+        for text in texts[:100]:
+            embedder.embed_sync([text])
+        one, one_cpu = 100 / (time.perf_counter() - started), (time.process_time() - cpu) / 100 * 1000
+        started = time.perf_counter()
+        for start in range(0, len(texts), 32):
+            embedder.embed_sync(texts[start : start + 32])
+        batched = len(texts) / (time.perf_counter() - started)
+        vectors[precision] = embedder.embed_sync(texts[:96])
+        rows += [
+            (f"{precision}: load, cold (builds the ONNX graph)", f"{cold:.2f} s"),
+            (f"{precision}: load, warm (cached graph)", f"{warm:.2f} s"),
+            (f"{precision}: embeddings/s, batch 1 (CPU ms each)", f"{one:.0f} ({one_cpu:.1f})"),
+            (f"{precision}: embeddings/s, batch 32", f"{batched:.0f}"),
+        ]
+    cosines = (vectors["int8"] * vectors["fp32"]).sum(axis=1)
+    rows.append(("int8 vs fp32: cosine min / mean", f"{cosines.min():.4f} / {cosines.mean():.4f}"))
+    return rows
 
 
 def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:

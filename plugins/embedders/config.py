@@ -24,7 +24,9 @@ class LocalEmbedderConfig(BaseModel):
     threads: int | None = Field(
         None, ge=1, le=256, description="Forward passes run at once, one core each (default: all cores)."
     )
-    batch_size: int = Field(32, ge=1, le=1024, description="Texts per forward pass.")
+    batch_size: int = Field(
+        32, ge=1, le=1024, description="Texts per call (and per forward pass with fp32; int8 passes hold one text)."
+    )
     precision: Precision = Field(
         "int8",
         description="int8: the weight matrices quantized per output channel, activations quantized on the fly "

