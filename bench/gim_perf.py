@@ -371,6 +371,7 @@ async def run(args: argparse.Namespace) -> None:
             if kept is not None and (kept / "seeded.json").is_file():
                 log(f"size {size}: copying the seeded deployment kept in {kept} ...")
                 shutil.copytree(kept / "data", data_dir)
+                os.sync()  # the copy's writeback would otherwise compete with the measurement for the disk
                 saved = json.loads((kept / "seeded.json").read_text())
                 seeded, ids = saved["timings"], saved["ids"]
             else:
