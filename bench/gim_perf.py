@@ -355,6 +355,24 @@ async def measure(config: Path, ids: list[str], real: int, searches: int, submit
     return out
 
 
+def _default_embedder() -> str:
+    """The default deployment's local model variant: a kept seeding is only reused with the same embedder."""
+    from gateway_plugins.embedders.config import LocalEmbedderConfig
+    from gateway_plugins.embedders.local import model_variant
+
+    return model_variant(LocalEmbedderConfig().precision)
+
+
+def _keep(data_dir: Path, kept: Path, record: dict[str, Any]) -> None:
+    """Copy a freshly seeded deployment to ``kept`` (whole or not at all: a crash leaves no half copy)."""
+    partial = kept.with_name(kept.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(data_dir, partial / "data")
+    (partial / "seeded.json").write_text(json.dumps(record))
+    shutil.rmtree(kept, ignore_errors=True)
+    partial.rename(kept)
+
+
 async def run(args: argparse.Namespace) -> None:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -367,7 +385,7 @@ async def run(args: argparse.Namespace) -> None:
                 Path(tmp) / "config.toml", served_deployment(data_dir, name="gim-perf", search_limit=100_000_000)
             )
             os.environ["MCP_GATEWAY_DATA_DIR"] = str(data_dir)
-            kept = Path(args.seeded) / f"{size}-{args.real}" if args.seeded else None
+            kept = Path(args.seeded) / f"{size}-{args.real}-{_default_embedder()}" if args.seeded else None
             if kept is not None and (kept / "seeded.json").is_file():
                 log(f"size {size}: copying the seeded deployment kept in {kept} ...")
                 shutil.copytree(kept / "data", data_dir)
@@ -378,8 +396,7 @@ async def run(args: argparse.Namespace) -> None:
                 log(f"size {size}: seeding ...")
                 seeded, ids = await seed(config, size, args.real, log)
                 if kept is not None:
-                    shutil.copytree(data_dir, kept / "data", dirs_exist_ok=True)
-                    (kept / "seeded.json").write_text(json.dumps({"timings": seeded, "ids": ids}))
+                    _keep(data_dir, kept, {"timings": seeded, "ids": ids})
             log(f"size {size}: measuring over stdio ...")
             measured = await measure(config, ids, args.real, args.searches, args.submits)
             measured.update(model_cost(data_dir))

@@ -197,7 +197,7 @@ def bench_embedder(root: Path) -> list[tuple[str, str]]:
     """Both precisions of the local embedder on the same short error texts (batch 1 is a query's or a
     submission document's case; batch 32 a reindex's), and how far int8 vectors are from fp32 ones."""
     try:
-        from gateway_plugins.embedders.config import LocalEmbedderConfig
+        from gateway_plugins.embedders.config import LocalEmbedderConfig, Precision
         from gateway_plugins.embedders.local import LocalEmbedder
     except ImportError as exc:
         return [("local embedder", f"not available: {exc}")]
@@ -207,8 +207,9 @@ def bench_embedder(root: Path) -> list[tuple[str, str]]:
     texts = [f"{k}: {d} in {m}.py line {i}" for i, (k, d, m) in enumerate(itertools.product(kinds, details, modules))]
     texts = (texts * 4)[:320]
     rows: list[tuple[str, str]] = []
-    vectors = {}
-    for precision in ("int8", "fp32"):
+    vectors: dict[str, np.ndarray] = {}
+    precisions: tuple[Precision, ...] = ("int8", "fp32")
+    for precision in precisions:
         cache = root / "embedder-cache"
         config = LocalEmbedderConfig(precision=precision)
         started = time.perf_counter()

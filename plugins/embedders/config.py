@@ -30,7 +30,7 @@ class LocalEmbedderConfig(BaseModel):
     precision: Precision = Field(
         "int8",
         description="int8: the weight matrices quantized per output channel, activations quantized on the fly "
-        "(about 1.6x faster on the CPU; cosine to the fp32 vectors 0.98-0.999 on real error reports); "
+        "(about half fp32's CPU time per text; cosine to the fp32 vectors 0.98-0.999 on real error reports); "
         "fp32: the exact sentence-transformers vectors. The two are different embedders (their ids differ): "
         "switching needs `gateway reindex`.",
     )

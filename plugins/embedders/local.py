@@ -5,7 +5,7 @@ it: its ``__init__`` pulls in sentence-transformers). The first load builds an O
 weights (:mod:`gateway_plugins.embedders.bert_onnx`), quantizes its weight matrices to int8 (the default
 ``precision``; ``fp32`` keeps them exact), and caches it in the provider's data directory; later loads open the
 cached graph. fp32 vectors match sentence-transformers' ``encode(..., normalize_embeddings=True)`` to ~1e-6; int8
-vectors are within cosine 0.98-0.999 of them and take about 40 % of the CPU time.
+vectors are within cosine 0.98-0.999 of them and take about half the CPU time.
 
 Use outside the host (benchmarks, scripts)::
 
@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -74,12 +75,19 @@ def model_variant(precision: Precision) -> str:
     return MODEL_NAME if precision == "fp32" else f"{MODEL_NAME}-{precision}"
 
 
-def _fingerprint(model_dir: Path) -> str:
-    """Changes whenever the weights, the architecture or the graph builder change (cheap: no hashing of 90 MB)."""
+QUANTIZATION = "dynamic/per-channel/qint8/MatMul"
+"""How int8 graphs are quantized (part of their cache fingerprint: change it when :func:`_quantized` changes)."""
+
+
+def _fingerprint(model_dir: Path, precision: Precision) -> str:
+    """Changes whenever the weights, the architecture, the graph builder or (int8) the quantization or the
+    onnxruntime that quantized it change (cheap: no hashing of 90 MB)."""
     weights = (model_dir / "model.safetensors").stat()
     digest = hashlib.sha256()
     digest.update((model_dir / "config.json").read_bytes())
     digest.update(f"{weights.st_size}:{weights.st_mtime_ns}:{bert_onnx.BUILDER_VERSION}".encode())
+    if precision != "fp32":
+        digest.update(f"{QUANTIZATION}:{ort.__version__}".encode())
     return digest.hexdigest()[:16]
 
 
@@ -95,8 +103,7 @@ def _quantized(model: onnx.ModelProto) -> onnx.ModelProto:
     products (query x key, probabilities x value) stay in fp32: they have no weights to quantize."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quiet = _DropQuantizerAdvice()
-    with tempfile.TemporaryDirectory(prefix="gateway-int8-") as directory, quiet.on(logging.getLogger()):
+    with tempfile.TemporaryDirectory(prefix="gateway-int8-") as directory, _quiet_quantizer():
         target = Path(directory) / "model.onnx"
         quantize_dynamic(model, target, op_types_to_quantize=["MatMul"], per_channel=True, weight_type=QuantType.QInt8)
         return onnx.load(str(target))
@@ -109,13 +116,22 @@ class _DropQuantizerAdvice(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith("Please consider to run pre-processing")
 
-    @contextlib.contextmanager
-    def on(self, logger: logging.Logger) -> Iterator[None]:
-        logger.addFilter(self)
-        try:
-            yield
-        finally:
-            logger.removeFilter(self)
+
+@contextlib.contextmanager
+def _quiet_quantizer() -> Iterator[None]:
+    """Drop the quantizer's advice, and keep its root-level ``logging.warning`` from installing a stderr handler
+    on an unconfigured root logger (``logging.basicConfig`` runs when the root has no handler)."""
+    root, advice = logging.getLogger(), _DropQuantizerAdvice()
+    placeholder = logging.NullHandler() if not root.handlers else None
+    root.addFilter(advice)
+    if placeholder is not None:
+        root.addHandler(placeholder)
+    try:
+        yield
+    finally:
+        root.removeFilter(advice)
+        if placeholder is not None:
+            root.removeHandler(placeholder)
 
 
 def _session_options() -> ort.SessionOptions:
@@ -140,7 +156,9 @@ def _open_session(model_dir: Path, cache_dir: Path | None, config: LocalEmbedder
     options = _session_options()
     providers = ["CPUExecutionProvider"]
     variant = model_variant(config.precision)
-    cached = cache_dir / f"{variant}.{_fingerprint(model_dir)}.onnx" if cache_dir is not None else None
+    cached = (
+        cache_dir / f"{variant}.{_fingerprint(model_dir, config.precision)}.onnx" if cache_dir is not None else None
+    )
     if cached is not None and cached.is_file():
         try:
             return ort.InferenceSession(str(cached), options, providers=providers)
@@ -150,7 +168,7 @@ def _open_session(model_dir: Path, cache_dir: Path | None, config: LocalEmbedder
     model = _build_graph(model_dir, config.precision)
     if cached is not None:
         try:
-            _write_atomically(model, cached)
+            _write_atomically(model, cached, variant)
         except OSError as exc:
             log.warning("embedder.local.cache_unwritable", path=str(cached), error=str(exc))
         else:
@@ -159,8 +177,8 @@ def _open_session(model_dir: Path, cache_dir: Path | None, config: LocalEmbedder
     return ort.InferenceSession(model.SerializeToString(), options, providers=providers)
 
 
-def _write_atomically(model: onnx.ModelProto, target: Path) -> None:
-    """Write ``target`` so that concurrent loaders see a whole file or none; drop builds of older weights."""
+def _write_atomically(model: onnx.ModelProto, target: Path, variant: str) -> None:
+    """Write ``target`` so that concurrent loaders see a whole file or none; drop older builds of ``variant``."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=target.name, suffix=".tmp", dir=target.parent)
     os.close(fd)
@@ -170,10 +188,17 @@ def _write_atomically(model: onnx.ModelProto, target: Path) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
-    variant = target.name.split(".", 1)[0]
-    for stale in target.parent.glob(f"{variant}.*.onnx"):  # builds of older weights of the same variant only
+    for stale in target.parent.glob(f"{variant}.*.onnx"):  # the other precision's graph is not stale
         if stale != target:
             stale.unlink(missing_ok=True)
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (a container's affinity mask, not the host's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 class LocalEmbedder:
@@ -189,16 +214,17 @@ class LocalEmbedder:
         self._session = session
         self._tokenizer = tokenizer
         self._config = config
-        self._parallel = config.threads or os.cpu_count() or 1
-        self._passes = threading.BoundedSemaphore(self._parallel)
+        self._parallel = config.threads or _usable_cpus()
+        self._pass_slots = threading.BoundedSemaphore(self._parallel)
         self._pool = ThreadPoolExecutor(self._parallel - 1, "local-embedder") if self._parallel > 1 else None
+        self._closed = False
         self._dimension = int(session.get_outputs()[0].shape[-1])
 
     @classmethod
     def load(cls, config: LocalEmbedderConfig | None = None, cache_dir: Path | None = None) -> LocalEmbedder:
-        """Load the model. ``cache_dir`` keeps the built ONNX graph (first load ~1-2 s, later loads well under
-        1 s); without it the graph is rebuilt in memory on every load. Raises ``ProviderUnavailable`` when the
-        model wheel is missing or unreadable."""
+        """Load the model. ``cache_dir`` keeps the built ONNX graph (first load 1-2 s for fp32, 3-4 s for int8,
+        later loads well under 1 s); without it the graph is rebuilt in memory on every load. Raises
+        ``ProviderUnavailable`` when the model wheel is missing or unreadable."""
         config = config or LocalEmbedderConfig()
         started = time.perf_counter()
         model_dir = find_model_dir()
@@ -238,7 +264,13 @@ class LocalEmbedder:
         return vectors.tolist()
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        """Blocking form of :meth:`embed`: a float32 array ``[len(texts), dimension]``."""
+        """Blocking form of :meth:`embed`: a float32 array ``[len(texts), dimension]``.
+
+        The calling thread runs passes itself, and up to ``threads - 1`` pool workers help with the rest. A
+        helper that has not started by the time the caller runs out of passes is cancelled, so a small call
+        never waits behind the pool's backlog from a large one."""
+        if self._closed:
+            raise ProviderUnavailable("local", "the embedder is closed")
         result = np.empty((len(texts), self._dimension), dtype=np.float32)
         if not texts:
             return result
@@ -247,21 +279,29 @@ class LocalEmbedder:
         chunks = self._passes_for(encodings)
         claim = threading.Lock()
         remaining = iter(chunks)
+        failed = threading.Event()
 
         def work_through() -> None:
-            while True:
+            while not failed.is_set():
                 with claim:
                     chunk = next(remaining, None)
                 if chunk is None:
                     return
-                self._forward(chunk, encodings, result)
+                try:
+                    self._forward(chunk, encodings, result)
+                except BaseException:
+                    failed.set()  # the others stop taking passes: the call fails anyway
+                    raise
 
-        helpers = min(len(chunks), self._parallel) - 1
-        assert helpers == 0 or self._pool is not None
+        helpers = min(len(chunks), self._parallel) - 1 if self._pool is not None else 0
         running = [self._pool.submit(work_through) for _ in range(helpers)] if self._pool is not None else []
-        work_through()
-        for helper in running:
-            helper.result()
+        try:
+            work_through()
+        finally:
+            started = [helper for helper in running if not helper.cancel()]
+            futures.wait(started)
+        for helper in started:
+            helper.result()  # re-raises a helper's failure
         return result
 
     def _passes_for(self, encodings: Sequence[Encoding]) -> list[list[int]]:
@@ -288,16 +328,18 @@ class LocalEmbedder:
             length = len(encodings[i].ids)
             ids[row, :length] = encodings[i].ids
             mask[row, :length] = 1
-        with self._passes:
+        with self._pass_slots:
             (vectors,) = self._session.run(
                 [bert_onnx.OUTPUT], {bert_onnx.INPUT_IDS: ids, bert_onnx.ATTENTION_MASK: mask}
             )
         result[list(chunk)] = vectors
 
     async def aclose(self) -> None:
-        """Stop the worker threads (the session itself is freed with the object)."""
+        """Refuse new calls and let the worker threads end once calls under way are done (the session itself is
+        freed with the object)."""
+        self._closed = True
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown(wait=False)
 
 
 def create_local_embedder(context: ProviderContext) -> LocalEmbedder:

@@ -139,7 +139,7 @@ class GimCore:
         if not self._embedders_ready:
             for embedder in embedders:
                 generation = await self.vectors.ensure_embedder(embedder.id, embedder.dimension)
-                if embedder.id not in self._coverage_checked:
+                if embedder.id not in self._coverage_checked:  # once per process, not at every refresh
                     self._coverage_checked.add(embedder.id)
                     await self._warn_about_missing_vectors(embedder.id, generation.active)
             self._embedders_ready = True
@@ -148,14 +148,13 @@ class GimCore:
     async def _warn_about_missing_vectors(self, embedder_id: str, generation: int) -> None:
         """Say so when stored items lack this embedder's vectors (a new or changed embedder, say int8 after
         fp32): until ``gateway reindex --missing-only`` fills them, its searches and duplicate checks miss them."""
-        items = await self.repo.count_items(self.store)
-        embedded = await self.repo.count_vectors(self.store, embedder_id, generation)
-        if embedded < items:
+        missing = await self.repo.count_items_without_vectors(self.store, embedder_id, generation)
+        if missing:
             log.warning(
                 "gim.embedder.vectors_missing",
                 embedder=embedder_id,
-                items=items,
-                with_vectors=embedded,
+                items=await self.repo.count_items(self.store),
+                without_vectors=missing,
                 fix="run `gateway reindex --missing-only`",
             )
 

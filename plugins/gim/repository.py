@@ -228,6 +228,15 @@ class Repository:
         )
         return int(row["n"]) if row else 0
 
+    async def count_items_without_vectors(self, db: Db, embedder_id: str, generation: int) -> int:
+        """How many active items lack a vector of ``embedder_id`` in ``generation``."""
+        row = await db.fetch_one(
+            "SELECT COUNT(*) AS n FROM gim_items i WHERE i.state = 'active' AND NOT EXISTS (SELECT 1 FROM "
+            "gim_vectors v WHERE v.item_id = i.id AND v.embedder_id = :embedder AND v.generation = :gen)",
+            {"embedder": embedder_id, "gen": generation},
+        )
+        return int(row["n"]) if row else 0
+
     async def items_without_vectors(
         self, db: Db, embedder_id: str, generation: int, *, after_id: str, limit: int
     ) -> list[Row]:

@@ -5,16 +5,20 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import anyio
 import numpy as np
 import pytest
 from structlog.testing import capture_logs
+from tokenizers import Tokenizer
 
 from gateway.api import Embedder, ProviderUnavailable
 from gateway_plugins.embedders import local as local_module
+from gateway_plugins.embedders.config import Precision
 from gateway_plugins.embedders.local import LocalEmbedder, LocalEmbedderConfig, find_model_dir
 from tests.contracts.embedder_contract import EmbedderContract
 
@@ -90,13 +94,14 @@ def test_int8_vectors_do_not_depend_on_what_a_text_is_embedded_with(local_embedd
 
 
 @pytest.mark.parametrize("precision", ["int8", "fp32"])
-def test_parallel_passes_give_the_same_vectors_as_one_worker(graph_cache: Path, precision: str) -> None:
+def test_parallel_passes_give_the_same_vectors_as_one_worker(graph_cache: Path, precision: Precision) -> None:
     texts, _ = reference_items()
     texts = texts * 3  # more texts than workers and than one pass holds
     serial = LocalEmbedder.load(LocalEmbedderConfig(threads=1, batch_size=4, precision=precision), graph_cache)
     parallel = LocalEmbedder.load(LocalEmbedderConfig(threads=3, batch_size=4, precision=precision), graph_cache)
     expected = serial.embed_sync(texts)
-    assert np.abs(parallel.embed_sync(texts) - expected).max() < 1e-6
+    same = np.array_equal if precision == "int8" else lambda a, b: np.abs(a - b).max() < 1e-6
+    assert same(parallel.embed_sync(texts), expected)
 
     async def from_many_tasks() -> list[list[list[float]]]:
         results: list[list[list[float]]] = [[] for _ in range(6)]
@@ -109,10 +114,95 @@ def test_parallel_passes_give_the_same_vectors_as_one_worker(graph_cache: Path, 
                 group.start_soon(one, n)
         return results
 
-    for n, vectors in enumerate(anyio.run(from_many_tasks)):
-        assert np.abs(np.asarray(vectors) - expected[n::6]).max() < 1e-6
-    anyio.run(parallel.aclose)
-    anyio.run(serial.aclose)
+    try:
+        for n, vectors in enumerate(anyio.run(from_many_tasks)):
+            assert same(np.asarray(vectors, dtype=np.float32), expected[n::6])
+    finally:
+        anyio.run(parallel.aclose)
+        anyio.run(serial.aclose)
+
+
+class PassRecorder:
+    """Stands in for the onnxruntime session: records how many passes run at once and can fail one of them.
+    With ``rendezvous``, each pass waits until that many passes are running, so a test that passes proves they
+    ran side by side (a serial embedder would break the barrier)."""
+
+    def __init__(self, *, rendezvous: int = 0, fail_pass: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._barrier = threading.Barrier(rendezvous) if rendezvous else None
+        self._fail_pass = fail_pass
+        self.running = self.most = self.passes = 0
+
+    def get_outputs(self) -> list[SimpleNamespace]:
+        return [SimpleNamespace(shape=["batch", 4])]
+
+    def run(self, outputs: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        with self._lock:
+            self.running += 1
+            self.passes += 1
+            number, self.most = self.passes, max(self.most, self.running)
+        try:
+            if self._barrier is not None:
+                self._barrier.wait(timeout=10)
+            if number == self._fail_pass:
+                raise RuntimeError("this pass fails")
+            return [np.full((feeds["input_ids"].shape[0], 4), 0.5, dtype=np.float32)]
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+def recorded(session: PassRecorder, threads: int) -> LocalEmbedder:
+    tokenizer = Tokenizer.from_file(str(find_model_dir() / "tokenizer.json"))
+    tokenizer.no_padding()
+    return LocalEmbedder(session, tokenizer, LocalEmbedderConfig(threads=threads))  # type: ignore[arg-type]
+
+
+def test_a_call_runs_its_passes_side_by_side() -> None:
+    session = PassRecorder(rendezvous=3)
+    embedder = recorded(session, threads=3)
+    try:
+        assert embedder.embed_sync([f"error {n}" for n in range(9)]).shape == (9, 4)
+    finally:
+        anyio.run(embedder.aclose)
+    assert (session.passes, session.most) == (9, 3), "int8: one pass per text, three at a time"
+
+
+def test_passes_of_concurrent_calls_never_exceed_threads() -> None:
+    session = PassRecorder()
+    embedder = recorded(session, threads=2)
+
+    async def one_call() -> None:
+        await embedder.embed([f"error {n}" for n in range(6)], task="document")
+
+    async def four_calls() -> None:
+        async with anyio.create_task_group() as group:
+            for _ in range(4):
+                group.start_soon(one_call)
+
+    try:
+        anyio.run(four_calls)
+    finally:
+        anyio.run(embedder.aclose)
+    assert session.passes == 24 and session.most <= 2
+
+
+def test_a_failed_pass_fails_its_call_only() -> None:
+    session = PassRecorder(fail_pass=2)
+    embedder = recorded(session, threads=2)
+    try:
+        with pytest.raises(RuntimeError, match="this pass fails"):
+            embedder.embed_sync([f"error {n}" for n in range(5)])
+        assert embedder.embed_sync(["the next call"]).shape == (1, 4)
+    finally:
+        anyio.run(embedder.aclose)
+
+
+def test_a_closed_embedder_refuses_calls() -> None:
+    embedder = recorded(PassRecorder(), threads=2)
+    anyio.run(embedder.aclose)
+    with pytest.raises(ProviderUnavailable, match="closed"):
+        embedder.embed_sync(["too late"])
 
 
 def test_related_sentences_are_closer_than_unrelated_ones(local_embedder: LocalEmbedder) -> None:

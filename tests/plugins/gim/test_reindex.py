@@ -161,7 +161,7 @@ async def test_changing_the_local_precision_warns_until_a_reindex_fills_the_vect
             (embedder,) = await pack.core.ensure_embedders()
         assert embedder.id == "local/all-MiniLM-L6-v2-int8/384"
         (warning,) = [entry for entry in logs if entry["event"] == "gim.embedder.vectors_missing"]
-        assert (warning["items"], warning["with_vectors"]) == (3, 0) and "reindex" in warning["fix"]
+        assert (warning["items"], warning["without_vectors"]) == (3, 3) and "reindex" in warning["fix"]
         (report,) = await pack.reindex(missing_only=True, progress=lambda done, total: None)
         assert report.embedded == 3
         found = await call(client, "gim_search_issues", {"error_message": "No module named 'distutils'"})
