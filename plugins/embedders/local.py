@@ -293,8 +293,12 @@ class LocalEmbedder:
                     failed.set()  # the others stop taking passes: the call fails anyway
                     raise
 
-        helpers = min(len(chunks), self._parallel) - 1 if self._pool is not None else 0
-        running = [self._pool.submit(work_through) for _ in range(helpers)] if self._pool is not None else []
+        running: list[futures.Future[None]] = []
+        for _ in range(min(len(chunks), self._parallel) - 1 if self._pool is not None else 0):
+            try:
+                running.append(self._pool.submit(work_through))  # type: ignore[union-attr]
+            except RuntimeError:  # closed meanwhile: this call finishes its passes alone
+                break
         try:
             work_through()
         finally:

@@ -37,6 +37,11 @@ _INSERT_ITEM = (
     "created_at) VALUES (:id, :master_id, :role, 'pending', NULL, :exception_type, :signature, :texts, :tokens, "
     ":created_at)"
 )
+_ACTIVE_WITHOUT_VECTORS = (
+    "i.state = 'active' AND NOT EXISTS (SELECT 1 FROM gim_vectors v WHERE v.item_id = i.id "
+    "AND v.embedder_id = :embedder AND v.generation = :gen)"
+)
+"""Active items (``gim_items i``) lacking a vector of ``:embedder`` in generation ``:gen``."""
 _RECORD_VECTOR = (
     "INSERT INTO gim_vectors (item_id, embedder_id, generation) VALUES (:item, :embedder, :gen) "
     "ON CONFLICT (embedder_id, generation, item_id) DO NOTHING"
@@ -231,8 +236,7 @@ class Repository:
     async def count_items_without_vectors(self, db: Db, embedder_id: str, generation: int) -> int:
         """How many active items lack a vector of ``embedder_id`` in ``generation``."""
         row = await db.fetch_one(
-            "SELECT COUNT(*) AS n FROM gim_items i WHERE i.state = 'active' AND NOT EXISTS (SELECT 1 FROM "
-            "gim_vectors v WHERE v.item_id = i.id AND v.embedder_id = :embedder AND v.generation = :gen)",
+            f"SELECT COUNT(*) AS n FROM gim_items i WHERE {_ACTIVE_WITHOUT_VECTORS}",
             {"embedder": embedder_id, "gen": generation},
         )
         return int(row["n"]) if row else 0
@@ -242,9 +246,8 @@ class Repository:
     ) -> list[Row]:
         """Active items lacking a vector of ``embedder_id`` in ``generation``, in id order from ``after_id``."""
         return await db.fetch_all(
-            "SELECT i.id, i.master_id, i.texts FROM gim_items i WHERE i.state = 'active' AND i.id > :after "
-            "AND NOT EXISTS (SELECT 1 FROM gim_vectors v WHERE v.item_id = i.id AND v.embedder_id = :embedder "
-            "AND v.generation = :gen) ORDER BY i.id LIMIT :limit",
+            f"SELECT i.id, i.master_id, i.texts FROM gim_items i WHERE {_ACTIVE_WITHOUT_VECTORS} AND i.id > :after "
+            "ORDER BY i.id LIMIT :limit",
             {"embedder": embedder_id, "gen": generation, "after": after_id, "limit": limit},
         )
 
