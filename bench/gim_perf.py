@@ -451,9 +451,12 @@ def main() -> None:
     parser.add_argument(
         "--seeded",
         default=None,
-        help="keep each seeded deployment here and, on later runs with the same size and --real, measure a copy "
-        "of it instead of seeding again (seeding 100k takes minutes; a reseed is needed after an embedder change)",
+        help="keep each seeded deployment here (per size, --real and local model variant) and, on later runs, "
+        "measure a fresh copy of it instead of seeding again (seeding 100k takes minutes)",
     )
+    from gateway.logs import configure_logging
+
+    configure_logging("warning")  # the in-process seeding's logs go to stderr, not into the table on stdout
     anyio.run(run, parser.parse_args())
 
 
