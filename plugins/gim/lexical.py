@@ -61,6 +61,8 @@ class LexicalIndex:
         self._live = 0
         self.last_seq = 0
         """Highest activation sequence number loaded (see :meth:`add`)."""
+        self.version = 0
+        """Changes whenever an item is added or removed: a search result stays current while it is unchanged."""
 
     def __len__(self) -> int:
         return self._live
@@ -83,6 +85,7 @@ class LexicalIndex:
         self._alive.append(1.0)
         self._total_length += len(tokens)
         self._live += 1
+        self.version += 1
         counts: dict[str, int] = {}
         for token in tokens:
             counts[token] = counts.get(token, 0) + 1
@@ -104,6 +107,7 @@ class LexicalIndex:
             return
         self._alive[row] = 0.0
         self._live -= 1
+        self.version += 1
         self._total_length -= self._lengths[row]
 
     def _idf(self, df: int, n: int) -> float:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from gateway.api import CallContext, InsufficientData, QueryEmbedding
+from gateway_plugins.gim.overlap import let_embedding_start
 from gateway_plugins.gim.ranking import environment_matches, fuse, rank, shortlist
 from gateway_plugins.gim.schemas import IssueSummary, SearchIssuesInput, SearchIssuesOutput
 from gateway_plugins.gim.signatures import lexical_tokens, normalise_error
@@ -41,6 +42,7 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
     # A ToolError raised in the group reaches the caller with its code: the host unwraps exception groups.
     async with anyio.create_task_group() as group:
         group.start_soon(embed)
+        await let_embedding_start()
         await core.refresh_generations()
         await core.catch_up(max_age=core.config.lexical_refresh_seconds)
         lexical = core.lexical.search(lexical_tokens(query_text), limit=pool) if core.hybrid else []
