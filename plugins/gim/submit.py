@@ -234,10 +234,11 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
         embedded.append(await core.embeddings.embed_documents([prepared.texts[k] for k in kinds]))
 
     # The documents embed in worker threads (the slow part) while the lexical candidates are looked up here; under
-    # the lock the lookup is reused if the index has not changed meanwhile (other submissions, other processes).
+    # the lock the lookup is reused if the index has not changed meanwhile. While other submissions are under way it
+    # would change (they activate items), so the lookup is left to the lock rather than done twice.
     async with anyio.create_task_group() as group:
         group.start_soon(embed)
-        if core.hybrid:
+        if core.hybrid and not core.lock.busy:
             await let_embedding_start()
             version = core.lexical.version
             early = _EarlyLookup(version, core.lexical.search(prepared.tokens, limit=core.config.candidate_pool))
