@@ -79,11 +79,6 @@ class DedupLock:
         self._local = asyncio.Lock()
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
-    @property
-    def busy(self) -> bool:
-        """Another submission of this process holds the lock or waits for it."""
-        return self._local.locked()
-
     @asynccontextmanager
     async def hold(self) -> AsyncIterator[LockGrant]:
         async with self._local:

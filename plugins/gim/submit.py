@@ -222,6 +222,14 @@ async def _cleanup(core: GimCore, item_id: str, role: str) -> None:
 
 
 async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> SubmitIssueOutput:
+    core.submissions_in_flight += 1
+    try:
+        return await _submit(core, args, ctx)
+    finally:
+        core.submissions_in_flight -= 1
+
+
+async def _submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> SubmitIssueOutput:
     from gateway_plugins.gim.core import utcnow
 
     prepared = await prepare_submission(core.sanitization, args)
@@ -234,11 +242,11 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
         embedded.append(await core.embeddings.embed_documents([prepared.texts[k] for k in kinds]))
 
     # The documents embed in worker threads (the slow part) while the lexical candidates are looked up here; under
-    # the lock the lookup is reused if the index has not changed meanwhile. While other submissions are under way it
-    # would change (they activate items), so the lookup is left to the lock rather than done twice.
+    # the lock the lookup is reused if the index has not changed meanwhile. While other submissions of this process
+    # are under way it would change (they activate items), so the lookup is left to the lock, not done twice.
     async with anyio.create_task_group() as group:
         group.start_soon(embed)
-        if core.hybrid and not core.lock.busy:
+        if core.hybrid and core.submissions_in_flight == 1:
             await let_embedding_start()
             version = core.lexical.version
             early = _EarlyLookup(version, core.lexical.search(prepared.tokens, limit=core.config.candidate_pool))
