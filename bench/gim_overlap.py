@@ -15,9 +15,9 @@ runtime directly, without a transport, so the client's share drops out:
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -93,12 +93,8 @@ async def run(args: argparse.Namespace) -> None:
             Path(tmp) / "config.toml", served_deployment(data_dir, name="gim-overlap", search_limit=10**9)
         )
         os.environ["MCP_GATEWAY_DATA_DIR"] = str(data_dir)
-        kept = Path(args.seeded) / f"{args.size}-{args.real}-{gim_perf._default_embedder()}" if args.seeded else None
-        if kept is not None and (kept / "seeded.json").is_file():
-            shutil.copytree(kept / "data", data_dir)
-            os.sync()
-        else:
-            await gim_perf.seed(config, args.size, args.real, lambda message: print(message, file=sys.stderr))
+        log = functools.partial(print, file=sys.stderr)
+        await gim_perf.seeded_deployment(config, data_dir, args.size, args.real, args.seeded, log)
         await measure(config, args.pairs)
 
 

@@ -373,6 +373,25 @@ def _keep(data_dir: Path, kept: Path, record: dict[str, Any]) -> None:
     partial.rename(kept)
 
 
+async def seeded_deployment(
+    config: Path, data_dir: Path, size: int, real: int, seeded: str | None, log: Callable[[str], None]
+) -> tuple[dict[str, float], list[str]]:
+    """Seed the deployment of ``config`` (in ``data_dir``) with ``size`` issues, or copy the seeding kept under
+    ``seeded`` for this size, ``real`` and embedder; a new seeding is kept there."""
+    kept = Path(seeded) / f"{size}-{real}-{_default_embedder()}" if seeded else None
+    if kept is not None and (kept / "seeded.json").is_file():
+        log(f"size {size}: copying the seeded deployment kept in {kept} ...")
+        shutil.copytree(kept / "data", data_dir)
+        os.sync()  # the copy's writeback would otherwise compete with the measurement for the disk
+        saved = json.loads((kept / "seeded.json").read_text())
+        return saved["timings"], saved["ids"]
+    log(f"size {size}: seeding ...")
+    timings, ids = await seed(config, size, real, log)
+    if kept is not None:
+        _keep(data_dir, kept, {"timings": timings, "ids": ids})
+    return timings, ids
+
+
 async def run(args: argparse.Namespace) -> None:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -385,18 +404,7 @@ async def run(args: argparse.Namespace) -> None:
                 Path(tmp) / "config.toml", served_deployment(data_dir, name="gim-perf", search_limit=100_000_000)
             )
             os.environ["MCP_GATEWAY_DATA_DIR"] = str(data_dir)
-            kept = Path(args.seeded) / f"{size}-{args.real}-{_default_embedder()}" if args.seeded else None
-            if kept is not None and (kept / "seeded.json").is_file():
-                log(f"size {size}: copying the seeded deployment kept in {kept} ...")
-                shutil.copytree(kept / "data", data_dir)
-                os.sync()  # the copy's writeback would otherwise compete with the measurement for the disk
-                saved = json.loads((kept / "seeded.json").read_text())
-                seeded, ids = saved["timings"], saved["ids"]
-            else:
-                log(f"size {size}: seeding ...")
-                seeded, ids = await seed(config, size, args.real, log)
-                if kept is not None:
-                    _keep(data_dir, kept, {"timings": seeded, "ids": ids})
+            seeded, ids = await seeded_deployment(config, data_dir, size, args.real, args.seeded, log)
             log(f"size {size}: measuring over stdio ...")
             measured = await measure(config, ids, args.real, args.searches, args.submits)
             measured.update(model_cost(data_dir))

@@ -1,4 +1,4 @@
-"""Letting a just-started embedding reach its worker thread before the event loop turns to the lexical lookup.
+"""Running an embedding alongside the lexical lookup, with the embedding already in its worker thread.
 
 A search embeds its query, and a submission its documents, in a worker thread while the lexical candidates are
 looked up on the event loop. A task started with ``start_soon`` only runs when the starting task yields, and the
@@ -11,14 +11,49 @@ overlap, never correctness. ``tests/plugins/gim/test_overlap.py`` fails if the c
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Generic, TypeVar
+
+import anyio
 import anyio.lowlevel
 
-__all__ = ["DISPATCH_ROUNDS", "let_embedding_start"]
+__all__ = ["DISPATCH_ROUNDS", "Outcome", "alongside"]
+
+T = TypeVar("T")
 
 DISPATCH_ROUNDS = 4
 
 
-async def let_embedding_start() -> None:
-    """Yield to the event loop :data:`DISPATCH_ROUNDS` times (about 10 µs when nothing else is ready)."""
-    for _ in range(DISPATCH_ROUNDS):
-        await anyio.lowlevel.checkpoint()
+class Outcome(Generic[T]):
+    """What the work started by :func:`alongside` returned (read it after the ``async with`` block)."""
+
+    def __init__(self) -> None:
+        self._value: T | None = None
+        self._done = False
+
+    def set(self, value: T) -> None:
+        self._value, self._done = value, True
+
+    @property
+    def value(self) -> T:
+        if not self._done:
+            raise RuntimeError("the work has not finished: read its outcome after the `async with` block")
+        return self._value  # type: ignore[return-value]
+
+
+@asynccontextmanager
+async def alongside(work: Callable[[], Awaitable[T]]) -> AsyncIterator[Outcome[T]]:
+    """Start ``work`` in a task, give it :data:`DISPATCH_ROUNDS` scheduling rounds to reach its worker thread,
+    run the block, then wait for ``work``. Its error (a ``ToolError`` keeps its code) ends the block; the host
+    unwraps the exception group."""
+    outcome: Outcome[T] = Outcome()
+
+    async def run() -> None:
+        outcome.set(await work())
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        for _ in range(DISPATCH_ROUNDS):
+            await anyio.lowlevel.checkpoint()
+        yield outcome

@@ -10,10 +10,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import anyio
-
-from gateway.api import CallContext, InsufficientData, QueryEmbedding
-from gateway_plugins.gim.overlap import let_embedding_start
+from gateway.api import CallContext, InsufficientData
+from gateway_plugins.gim.overlap import alongside
 from gateway_plugins.gim.ranking import environment_matches, fuse, rank, shortlist
 from gateway_plugins.gim.schemas import IssueSummary, SearchIssuesInput, SearchIssuesOutput
 from gateway_plugins.gim.signatures import lexical_tokens, normalise_error
@@ -33,20 +31,12 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
         raise InsufficientData("The error message has nothing to search for.", details={"field": "error_message"})
     await core.ensure_embedders()
     pool = max(core.config.candidate_pool, math.ceil((args.offset + args.limit) * core.config.oversampling))
-    embedded: list[QueryEmbedding] = []
-
-    async def embed() -> None:
-        embedded.append(await core.embeddings.embed_query(query_text))
-
     # The query embedding (the slow part, in a worker thread) runs while the lexical side is searched.
-    # A ToolError raised in the group reaches the caller with its code: the host unwraps exception groups.
-    async with anyio.create_task_group() as group:
-        group.start_soon(embed)
-        await let_embedding_start()
+    async with alongside(lambda: core.embeddings.embed_query(query_text)) as embedding:
         await core.refresh_generations()
         await core.catch_up(max_age=core.config.lexical_refresh_seconds)
         lexical = core.lexical.search(lexical_tokens(query_text), limit=pool) if core.hybrid else []
-    (query,) = embedded
+    query = embedding.value
     kind = ERROR if core.hybrid else COMBINED
     dense = await core.vectors.query(query.embedder_id, query.vector, kind=kind, limit=pool)
     best = fuse(

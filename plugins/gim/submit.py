@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
-from gateway.api import CallContext, DocumentEmbeddings, ServiceUnavailable
+from gateway.api import CallContext, ServiceUnavailable
 from gateway_plugins.gim.consistency import reconcile_pending
 from gateway_plugins.gim.dedup import Evidence, decide_baseline, decide_hybrid, gather_evidence
 from gateway_plugins.gim.intake import Prepared, prepare_submission
 from gateway_plugins.gim.lexical import LexicalHit
 from gateway_plugins.gim.models import MasterIssue
-from gateway_plugins.gim.overlap import let_embedding_start
+from gateway_plugins.gim.overlap import alongside
 from gateway_plugins.gim.schemas import SubmitIssueInput, SubmitIssueOutput
 from gateway_plugins.gim.texts import COMBINED, ERROR, RESOLUTION
 from gateway_plugins.gim.vectors import ItemVectors
@@ -235,22 +235,15 @@ async def _submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Su
     prepared = await prepare_submission(core.sanitization, args)
     embedders = await core.ensure_embedders()
     kinds = core.kinds
-    embedded: list[DocumentEmbeddings] = []
     early: _EarlyLookup | None = None
-
-    async def embed() -> None:
-        embedded.append(await core.embeddings.embed_documents([prepared.texts[k] for k in kinds]))
-
     # The documents embed in worker threads (the slow part) while the lexical candidates are looked up here; under
     # the lock the lookup is reused if the index has not changed meanwhile. While other submissions of this process
     # are under way it would change (they activate items), so the lookup is left to the lock, not done twice.
-    async with anyio.create_task_group() as group:
-        group.start_soon(embed)
+    async with alongside(lambda: core.embeddings.embed_documents([prepared.texts[k] for k in kinds])) as embedding:
         if core.hybrid and core.submissions_in_flight == 1:
-            await let_embedding_start()
             version = core.lexical.version
             early = _EarlyLookup(version, core.lexical.search(prepared.tokens, limit=core.config.candidate_pool))
-    (documents,) = embedded
+    documents = embedding.value
     per_embedder = {eid: dict(zip(kinds, vecs, strict=True)) for eid, vecs in documents.vectors.items()}
     if not per_embedder:
         raise ServiceUnavailable("No embedder could embed the submission; retry later.")
