@@ -61,8 +61,6 @@ class GimCore:
         self._embeddings: EmbeddingService | None = None
         self._embedders_ready = False
         self._coverage_checked: set[str] = set()
-        self.submissions_in_flight = 0
-        """Submissions this process is handling now (:mod:`gateway_plugins.gim.submit` counts them)."""
         self._generations_loaded_at = 0.0
         self._caught_up_at = float("-inf")
 

@@ -6,6 +6,14 @@ the start of the transaction, so two processes never both read-then-write the sa
 transaction use read-only connections (one by default), which WAL lets run while a write is in progress. Each
 connection lives on a worker thread of its own (:mod:`gateway_plugins.stores.threaded`).
 
+The writer's statements run on the event loop's thread when they cannot wait, because a thread hop costs far more
+than a point statement: inside a transaction (it holds the write lock), and the ``BEGIN`` or lone statement that
+finds the lock free. One that finds another process holding it goes to the worker thread and waits there. With
+``synchronous = NORMAL`` a commit does not sync the disk, so it runs inline too, and the writer checkpoints the WAL
+on its worker thread every :data:`CHECKPOINT_EVERY` commits instead of inside a commit; with ``FULL`` every
+commit syncs, so commits (and lone statements) go to the worker thread. ``executemany`` of more than
+:data:`INLINE_ROWS` rows goes there too.
+
 Types: see :mod:`gateway_plugins.stores`.
 """
 
@@ -43,6 +51,12 @@ _READ_ONLY = re.compile(r"\s*(?:SELECT|WITH|PRAGMA|EXPLAIN|VALUES)\b", re.IGNORE
 
 register_sqlite_converters()
 
+CHECKPOINT_EVERY = 200
+"""Commits between two WAL checkpoints of the writer (SQLite's automatic checkpoint comes after 1000 pages; a
+transaction of this store's callers writes a few pages)."""
+INLINE_ROWS = 64
+"""``executemany`` with more rows than this runs on the writer's worker thread (a bulk write takes milliseconds)."""
+
 _MIGRATIONS_DDL = f"""
 CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (
     namespace TEXT NOT NULL,
@@ -78,6 +92,8 @@ class _Transaction:
         self.rolled_back = False
         self.finished = False
 
+    # Statements run inline (see the module's docstring): the transaction holds the write lock.
+
     def _check(self) -> None:
         if self.finished:
             raise RuntimeError("this transaction is over: use it only inside its `async with` block")
@@ -86,37 +102,42 @@ class _Transaction:
 
     async def _integrity_failure(self, exc: sqlite3.IntegrityError) -> StoreIntegrityError:
         with anyio.CancelScope(shield=True):
-            await self._connection.execute("ROLLBACK")
+            await self._connection.execute("ROLLBACK", inline=True)
         self.rolled_back = True
         return StoreIntegrityError(str(exc))
 
     async def execute(self, sql: str, params: Params | None = None) -> int:
         self._check()
         try:
-            return await self._connection.execute(sql, params)
+            return await self._connection.execute(sql, params, inline=True)
         except sqlite3.IntegrityError as exc:
             raise await self._integrity_failure(exc) from exc
 
     async def execute_many(self, sql: str, rows: Sequence[Params]) -> None:
         self._check()
         try:
-            await self._connection.execute_many(sql, rows)
+            await self._connection.execute_many(sql, rows, inline=len(rows) <= INLINE_ROWS)
         except sqlite3.IntegrityError as exc:
             raise await self._integrity_failure(exc) from exc
 
     async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
         self._check()
         try:
-            return await self._connection.fetch_one(sql, params)
+            return await self._connection.fetch_one(sql, params, inline=True)
         except sqlite3.IntegrityError as exc:  # INSERT ... RETURNING
             raise await self._integrity_failure(exc) from exc
 
     async def fetch_all(self, sql: str, params: Params | None = None) -> list[Row]:
         self._check()
         try:
-            return await self._connection.fetch_all(sql, params)
+            return await self._connection.fetch_all(sql, params, inline=True)
         except sqlite3.IntegrityError as exc:
             raise await self._integrity_failure(exc) from exc
+
+
+def _log_checkpoint_failure(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.warning("sqlite checkpoint failed", error=str(done.exception()))
 
 
 def _begin_immediate(connection: sqlite3.Connection) -> None:
@@ -137,6 +158,8 @@ class SqliteStore:
         self._busy_timeout = busy_timeout
         self._reader_count = readers
         self._synchronous = synchronous
+        self._commit_inline = synchronous.upper() in ("OFF", "NORMAL")  # a commit that does not sync the disk
+        self._commits_since_checkpoint = 0
         self._writer: ThreadedConnection | None = None
         self._readers: asyncio.Queue[ThreadedConnection] = asyncio.Queue()
         self._all_readers: list[ThreadedConnection] = []
@@ -157,25 +180,22 @@ class SqliteStore:
         async with self._open_lock:
             if self._writer is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                timeout_ms = int(self._busy_timeout * 1000)
                 writer = await ThreadedConnection.open(
                     self.path,
                     busy_timeout=self._busy_timeout,
                     pragmas=[
-                        f"busy_timeout = {timeout_ms}",
                         "journal_mode = WAL",
                         f"synchronous = {self._synchronous}",
                         "foreign_keys = ON",
+                        *(["wal_autocheckpoint = 0"] if self._commit_inline else []),  # see _committed
                     ],
                     name="sqlite-writer",
+                    inline=True,
                 )
                 try:
                     for _ in range(self._reader_count):
                         reader = await ThreadedConnection.open(
-                            self.path,
-                            busy_timeout=self._busy_timeout,
-                            pragmas=[f"busy_timeout = {timeout_ms}", "query_only = ON"],
-                            name="sqlite-reader",
+                            self.path, busy_timeout=self._busy_timeout, pragmas=["query_only = ON"], name="sqlite-read"
                         )
                         self._all_readers.append(reader)
                         self._readers.put_nowait(reader)
@@ -194,14 +214,14 @@ class SqliteStore:
         async with self._write_lock:
             with self._guard.active():
                 with anyio.CancelScope(shield=True):  # a BEGIN that completes after a cancel must not leak
-                    await writer.run(_begin_immediate)
+                    await writer.call(_begin_immediate)
                 tx = _Transaction(writer)
                 try:
                     yield tx
                 except BaseException:
                     if not tx.rolled_back:
                         with anyio.CancelScope(shield=True):
-                            await writer.execute("ROLLBACK")
+                            await writer.execute("ROLLBACK", inline=True)
                     raise
                 else:
                     if not tx.rolled_back:
@@ -209,10 +229,9 @@ class SqliteStore:
                 finally:
                     tx.finished = True
 
-    @staticmethod
-    async def _commit(writer: ThreadedConnection) -> None:
+    async def _commit(self, writer: ThreadedConnection) -> None:
         try:
-            await writer.execute("COMMIT")
+            await writer.execute("COMMIT", inline=self._commit_inline)
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 in_transaction = await writer.run(lambda connection: connection.in_transaction)
@@ -221,6 +240,25 @@ class SqliteStore:
             if isinstance(exc, sqlite3.IntegrityError):  # a deferred foreign key
                 raise StoreIntegrityError(str(exc)) from exc
             raise
+        self._committed(writer)
+
+    def _committed(self, writer: ThreadedConnection) -> None:
+        """Count a commit; every :data:`CHECKPOINT_EVERY` commits, checkpoint the WAL on the worker thread.
+
+        The writer's automatic checkpoint is off when commits run inline: it would run inside a commit, on the
+        event loop, and sync the disk. The checkpoint is not awaited: later statements of the writer queue behind
+        it on the worker thread. ``PASSIVE`` never waits for readers or other processes' writers."""
+        if not self._commit_inline:
+            return
+        self._commits_since_checkpoint += 1
+        if self._commits_since_checkpoint < CHECKPOINT_EVERY:
+            return
+        self._commits_since_checkpoint = 0
+        try:
+            done = writer.submit(lambda connection: connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall())
+        except RuntimeError:  # closing: the last connection's close checkpoints anyway
+            return
+        done.add_done_callback(_log_checkpoint_failure)
 
     async def execute(self, sql: str, params: Params | None = None) -> int:
         """One statement in a transaction of its own (SQLite runs a lone statement atomically)."""
@@ -228,9 +266,11 @@ class SqliteStore:
         writer = await self._ensure_open()
         async with self._write_lock:
             try:
-                return await writer.execute(sql, params)
+                changed = await writer.execute(sql, params, inline=self._commit_inline)
             except sqlite3.IntegrityError as exc:
                 raise StoreIntegrityError(str(exc)) from exc
+            self._committed(writer)
+            return changed
 
     async def _fetch(self, fetch: Literal["one", "all"], sql: str, params: Params | None) -> Any:
         """A read on a read-only connection; a statement that writes (``INSERT ... RETURNING``) goes to the
@@ -248,9 +288,13 @@ class SqliteStore:
         self._guard.refuse_nesting()
         async with self._write_lock:
             try:
-                return await (writer.fetch_one if fetch == "one" else writer.fetch_all)(sql, params)
+                fetched = await (writer.fetch_one if fetch == "one" else writer.fetch_all)(
+                    sql, params, inline=self._commit_inline
+                )
             except sqlite3.IntegrityError as exc:
                 raise StoreIntegrityError(str(exc)) from exc
+            self._committed(writer)
+            return fetched
 
     async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
         """The first row of a statement run outside any transaction (a read sees what is committed)."""

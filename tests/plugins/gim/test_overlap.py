@@ -1,5 +1,5 @@
 """The embedding is running in its worker thread before the lexical lookup takes the event loop
-(:mod:`gateway_plugins.gim.overlap`), for a search's query and for a submission's documents.
+(:mod:`gateway_plugins.gim.overlap`), for a search's query.
 
 The check is deterministic: the lookup is wrapped to wait, blocking the event loop, until the embedding has begun in
 its thread. An embedding dispatched before the lookup gets there without the loop; one that was not cannot start
@@ -59,13 +59,3 @@ async def test_a_search_embeds_its_query_while_it_looks_up_lexical_candidates(gi
     found = await call(gim, "gim_search_issues", {"error_message": NUMPY_ERROR})
     assert found["issues"], "the search still finds the issue"
     assert watch.lookups == [True], "the query embedding had begun when the lexical lookup started"
-
-
-async def test_a_submission_embeds_its_documents_while_it_looks_up_lexical_candidates(
-    gim: Any, watch: EmbeddingWatch
-) -> None:
-    first = await call(gim, "gim_submit_issue", submission(NUMPY_ERROR, NUMPY_CAUSE, actions=NUMPY_ACTIONS))
-    watch.reset()
-    again = await call(gim, "gim_submit_issue", submission(NUMPY_ERROR, NUMPY_CAUSE, actions=NUMPY_ACTIONS))
-    assert again["master_issue_id"] == first["master_issue_id"], "the early lookup still finds the duplicate"
-    assert watch.lookups == [True], "one lookup (reused under the lock), begun after the embedding"

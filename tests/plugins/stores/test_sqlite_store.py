@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import multiprocessing.synchronize
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gateway.api import Migration, ProviderContext
+from gateway_plugins.stores import sqlite as sqlite_module
 from gateway_plugins.stores.sqlite import SqliteStore, SqliteStoreConfig, create_sqlite_store
 from tests.contracts.store_contract import ITEMS, OpenStore, StoreContract
 
@@ -30,6 +33,24 @@ class TestSqliteStoreWithoutReaders(StoreContract):
         return lambda: SqliteStore(tmp_path / "store.sqlite3", readers=0)
 
 
+class TestSqliteStoreSynchronousFull(StoreContract):
+    """``synchronous = FULL``: commits sync the disk, so they (and lone statements) run on the worker thread."""
+
+    @pytest.fixture
+    def open_store(self, tmp_path: Path) -> OpenStore:
+        return lambda: SqliteStore(tmp_path / "store.sqlite3", synchronous="FULL")
+
+
+class TestSqliteStoreCheckpointingAfterEveryCommit(StoreContract):
+    """A background checkpoint after every commit: the next statements find the worker thread busy and queue
+    behind it instead of running inline."""
+
+    @pytest.fixture
+    def open_store(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> OpenStore:
+        monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY", 1)
+        return lambda: SqliteStore(tmp_path / "store.sqlite3")
+
+
 def _context(tmp_path: Path, config: SqliteStoreConfig | None) -> ProviderContext:
     def no_provider(kind: str, name: str | None = None) -> object:
         raise AssertionError(f"unexpected provider lookup {kind}/{name}")
@@ -45,7 +66,10 @@ async def test_the_file_lives_in_the_data_dir_with_wal_and_foreign_keys(tmp_path
         await store.migrate("contract", [ITEMS])
         async with store.transaction() as tx:
             assert await tx.fetch_one("PRAGMA foreign_keys") == {"foreign_keys": 1}
-            assert await tx.fetch_one("PRAGMA busy_timeout") == {"timeout": 10000}
+            # the writer's statements run inline and never wait: one that would is retried on its worker thread
+            assert await tx.fetch_one("PRAGMA busy_timeout") == {"timeout": 0}
+            assert await tx.fetch_one("PRAGMA wal_autocheckpoint") == {"wal_autocheckpoint": 0}
+        assert await store.fetch_one("PRAGMA busy_timeout") == {"timeout": 10000}  # a reader: it waits
     finally:
         await store.close()
     assert store.path == tmp_path / "gateway.sqlite3"
@@ -134,3 +158,88 @@ async def test_a_top_level_read_that_writes_goes_to_the_writer(tmp_path: Path) -
         assert await store.fetch_all("SELECT v FROM t") == [{"v": "x"}]
     finally:
         await store.close()
+
+
+@contextlib.contextmanager
+def _write_lock_held_elsewhere(path: Path) -> Iterator[sqlite3.Connection]:
+    """Another connection (as another process would) holds the file's write lock until the block ends."""
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        yield other
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
+@pytest.mark.anyio
+async def test_a_write_waits_for_another_connections_lock_without_blocking_the_event_loop(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    ticks, stop = 0, asyncio.Event()
+
+    async def tick() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    async def in_transaction() -> None:
+        async with store.transaction() as tx:
+            await tx.execute("INSERT INTO t VALUES (2)")
+
+    try:
+        await store.execute("CREATE TABLE t (x INTEGER)")
+        with _write_lock_held_elsewhere(store.path):
+            ticker = asyncio.create_task(tick())
+            writes = [
+                asyncio.create_task(store.execute("INSERT INTO t VALUES (1)")),
+                asyncio.create_task(in_transaction()),
+            ]
+            await asyncio.sleep(0.3)
+            assert not any(write.done() for write in writes)  # waiting for the lock...
+            assert ticks >= 10  # ...on the worker thread: the event loop kept running
+        await asyncio.wait_for(asyncio.gather(*writes), 5)  # the lock is free: both go through
+        stop.set()
+        await ticker
+        assert await store.fetch_all("SELECT x FROM t ORDER BY x") == [{"x": 1}, {"x": 2}]
+    finally:
+        await store.close()
+
+
+@pytest.mark.anyio
+async def test_a_lock_held_past_the_busy_timeout_fails_the_write_and_leaves_the_store_usable(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db", busy_timeout=0.2)
+    try:
+        await store.execute("CREATE TABLE t (x INTEGER)")
+        with _write_lock_held_elsewhere(store.path):
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                async with store.transaction() as tx:
+                    await tx.execute("INSERT INTO t VALUES (1)")
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                await store.execute("INSERT INTO t VALUES (2)")
+        async with store.transaction() as tx:
+            await tx.execute("INSERT INTO t VALUES (3)")
+        assert await store.fetch_all("SELECT x FROM t") == [{"x": 3}]
+    finally:
+        await store.close()
+
+
+@pytest.mark.anyio
+async def test_the_writer_checkpoints_the_wal_as_commits_accumulate(tmp_path: Path) -> None:
+    """The writer's automatic checkpoint is off (it would run inside an inline commit); its own, every
+    CHECKPOINT_EVERY commits, keeps the WAL from growing without end."""
+    store = SqliteStore(tmp_path / "s.db")
+    every = sqlite_module.CHECKPOINT_EVERY
+    wal = store.path.with_name(store.path.name + "-wal")
+    try:
+        await store.execute("CREATE TABLE t (x INTEGER, padding TEXT)")
+        for n in range(5 * every):
+            await store.execute("INSERT INTO t VALUES (:n, :padding)", {"n": n, "padding": "x" * 3000})
+            if n == every - 2:
+                before_any_checkpoint = wal.stat().st_size
+        after_five_rounds = wal.stat().st_size
+    finally:
+        await store.close()
+    assert after_five_rounds < 2 * before_any_checkpoint  # without checkpoints: about five times as large
+    with sqlite3.connect(store.path) as raw:
+        assert raw.execute("SELECT COUNT(*) FROM t").fetchone() == (5 * every,)
