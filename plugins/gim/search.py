@@ -11,6 +11,7 @@ import math
 from typing import TYPE_CHECKING
 
 from gateway.api import CallContext, InsufficientData
+from gateway_plugins.gim.models import ModelInfo
 from gateway_plugins.gim.overlap import alongside
 from gateway_plugins.gim.ranking import environment_matches, fuse, rank, shortlist
 from gateway_plugins.gim.schemas import IssueSummary, SearchIssuesInput, SearchIssuesOutput
@@ -49,7 +50,7 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
     shortlisted, total = shortlist(
         best, threshold=core.config.score_threshold, is_active=core.lexical.__contains__, size=pool
     )
-    info = await core.repo.ranking_info(core.store, sorted(shortlisted))
+    rows = await core.repo.search_rows(core.store, sorted(shortlisted))
     wanted = {
         "language": args.environment.language if args.environment else None,
         "framework": args.environment.framework if args.environment else None,
@@ -57,29 +58,25 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
         "provider": args.provider,
         "model": args.model,
     }
-    boosts = {mid: environment_matches(environments, wanted) for mid, (_, environments) in info.items()}
     ranked = rank(
         shortlisted,
-        confidence={mid: confidence for mid, (confidence, _) in info.items()},
-        boosts=boosts if core.hybrid else {},
+        confidence={mid: row.confidence_score for mid, row in rows.items()},
+        boosts={mid: environment_matches(row.environments, wanted) for mid, row in rows.items()} if core.hybrid else {},
         boost=core.config.environment_boost if core.hybrid else 0.0,
         use_confidence=core.hybrid,
     )
-    page = ranked[args.offset : args.offset + args.limit]
-    masters = await core.repo.masters(core.store, [r.master_id for r in page])
-    page = [r for r in page if r.master_id in masters]  # gone between the two reads: leave it out
     issues = [
         IssueSummary(
             issue_id=r.master_id,
-            canonical_title=masters[r.master_id].canonical_title,
-            root_cause_category=masters[r.master_id].root_cause_category,
+            canonical_title=rows[r.master_id].canonical_title,
+            root_cause_category=rows[r.master_id].root_cause_category,
             relevance_score=round(r.relevance, 4),
-            confidence_score=round(masters[r.master_id].confidence_score, 4),
-            verification_count=masters[r.master_id].verification_count,
-            last_confirmed_at=masters[r.master_id].last_confirmed_at,
-            affected_models=masters[r.master_id].affected_models,
+            confidence_score=round(rows[r.master_id].confidence_score, 4),
+            verification_count=rows[r.master_id].verification_count,
+            last_confirmed_at=rows[r.master_id].last_confirmed_at,
+            affected_models=[ModelInfo.model_validate(model) for model in rows[r.master_id].affected_models],
         )
-        for r in page
+        for r in ranked[args.offset : args.offset + args.limit]
     ]
     await core.record_event(
         "search",
