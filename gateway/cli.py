@@ -181,8 +181,8 @@ def tools_command(env: CliEnvironment, as_json: bool) -> None:
                     "pack": served.pack,
                     "description": served.tool.description,
                     "scope": served.tool.scope,
-                    "inputSchema": served.tool.input_model.model_json_schema(),
-                    "outputSchema": served.tool.output_model.model_json_schema(mode="serialization"),
+                    "inputSchema": served.input_schema,
+                    "outputSchema": served.output_schema,
                 }
                 for name, served in runtime.tools.items()
             ]

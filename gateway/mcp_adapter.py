@@ -52,8 +52,8 @@ def _mcp_tool(served: ServedTool) -> mt.Tool:
         name=served.name,
         title=ann.title,
         description=tool.description,
-        input_schema=tool.input_model.model_json_schema(),
-        output_schema=tool.output_model.model_json_schema(mode="serialization"),
+        input_schema=served.input_schema,
+        output_schema=served.output_schema,
         annotations=mt.ToolAnnotations(
             title=ann.title,
             read_only_hint=ann.read_only,

@@ -65,8 +65,8 @@ def rest_routes(runtime: GatewayRuntime, auth: HttpAuth) -> list[BaseRoute]:
                         "name": s.name,
                         "description": s.tool.description,
                         "scope": s.tool.scope,
-                        "input_schema": s.tool.input_model.model_json_schema(),
-                        "output_schema": s.tool.output_model.model_json_schema(mode="serialization"),
+                        "input_schema": s.input_schema,
+                        "output_schema": s.output_schema,
                     }
                     for s in runtime.visible_tools(principal)
                 ]

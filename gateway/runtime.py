@@ -35,6 +35,7 @@ from gateway.logs import call_log, enter_call, exit_call
 from gateway.pipeline import Link, build_chain, tool_error_in
 from gateway.plugin_manager import GatewayPlugins
 from gateway.providers import ProviderHub
+from gateway.tool_schemas import input_schema, output_schema
 
 log = structlog.get_logger(__name__)
 
@@ -51,6 +52,8 @@ class ServedTool:
     pack_obj: ToolPack
     encoder: json.JSONEncoder
     """Renders the result's text block (built once: ``json.dumps`` would build one per call)."""
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,9 @@ class GatewayRuntime:
                     f"disable one or set [packs.prefix] for one of them"
                 )
             encoder = json.JSONEncoder(indent=tool.text_indent, ensure_ascii=False)
-            self.tools[full] = ServedTool(full, pack_name, tool, pack, encoder)
+            self.tools[full] = ServedTool(
+                full, pack_name, tool, pack, encoder, input_schema(tool.input_model), output_schema(tool.output_model)
+            )
         for resource in pack.resources():
             if resource.uri in self.resources:
                 other = self.resources[resource.uri][0]
