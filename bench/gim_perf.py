@@ -305,6 +305,7 @@ async def measure(config: Path, ids: list[str], real: int, searches: int, submit
     size = len(ids)
     params = StdioServerParameters(command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config)])
     out: dict[str, float] = {"load": os.getloadavg()[0]}
+    cpu_before = _cpu_times()
     started = time.perf_counter()
     async with Client(params, read_timeout_seconds=600) as client:
         await client.list_tools()
@@ -352,7 +353,26 @@ async def measure(config: Path, ids: list[str], real: int, searches: int, submit
             for n in range(submits):
                 group.start_soon(bounded, n)
         out["submit_concurrent_per_s"] = submits / (time.perf_counter() - t)
+    out["steal"] = _steal_share(cpu_before, _cpu_times())
     return out
+
+
+def _cpu_times() -> list[int]:
+    """The machine's CPU time counters (``/proc/stat``; empty where there is none)."""
+    try:
+        with open("/proc/stat") as stat:
+            return [int(v) for v in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return []
+
+
+def _steal_share(before: list[int], after: list[int]) -> float:
+    """Share of CPU time the hypervisor gave to other machines meanwhile (``nan`` when unknown). On a shared host
+    it makes the same code slower from one minute to the next: read a run's figures with it."""
+    if len(before) < 8 or len(after) < 8:
+        return math.nan
+    delta = [b - a for a, b in zip(before, after, strict=False)]
+    return delta[7] / max(1, sum(delta[:8]))
 
 
 def _default_embedder() -> str:
@@ -423,6 +443,7 @@ async def run(args: argparse.Namespace) -> None:
         "submits/s (4 in flight)",
         "model: query / 2 docs",
         "load avg",
+        "CPU steal",
     )
     table = [header]
     for size, seeded, measured in rows:
@@ -440,6 +461,7 @@ async def run(args: argparse.Namespace) -> None:
                 f"{measured['submit_concurrent_per_s']:.1f}",
                 f"{measured['embed_query_ms']:.1f} / {measured['embed_pair_ms']:.1f} ms",
                 f"{measured['load']:.1f}",
+                f"{measured['steal']:.0%}",
             )
         )
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]

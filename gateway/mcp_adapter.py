@@ -23,6 +23,7 @@ from gateway import __version__
 from gateway.api.context import CallContext, Principal
 from gateway.api.errors import ToolError
 from gateway.runtime import GatewayRuntime, ServedTool, UnknownTool
+from gateway.stdio_pipes import stdio_pipes
 
 INVALID_PARAMS = mt.INVALID_PARAMS
 
@@ -131,8 +132,10 @@ def build_server(runtime: GatewayRuntime) -> Server[Any]:
 async def serve_stdio(runtime: GatewayRuntime) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes the stream."""
     server = build_server(runtime)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    async with stdio_pipes() as pipes:
+        stdin, stdout = pipes if pipes is not None else (None, None)  # files, not pipes: the SDK's own streams
+        async with stdio_server(stdin, stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def http_app(

@@ -1,0 +1,135 @@
+"""This process's stdin and stdout as asyncio pipes, for the MCP stdio transport.
+
+The SDK's stdio transport reads each line and writes each message through a worker thread (``anyio.wrap_file``):
+three thread hops per call, each costing more than the JSON of a small message on a loaded 2-core machine. These
+streams read and write the same descriptors through the event loop instead. While they serve, descriptor 0 reads
+the null device and descriptor 1 writes to stderr, so a handler's stray ``print`` or a child process never writes
+into the wire (the SDK's transport does the same); both are restored afterwards, blocking as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+
+__all__ = ["PipeLines", "PipeWriter", "stdio_pipes"]
+
+MAX_LINE_BYTES = 256 * 1024 * 1024
+"""Longest message line accepted on stdin (the reader buffers one line at a time)."""
+_CLOSE_SECONDS = 2.0
+"""How long closing waits for the last output to reach a client that stopped reading."""
+
+
+class PipeLines:
+    """The text lines arriving on a pipe (``async for line in lines``), decoded as UTF-8."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    def __aiter__(self) -> PipeLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+class _FlowControl(asyncio.Protocol):
+    """Write-side protocol: lets :meth:`PipeWriter.flush` wait while the pipe's buffer is full."""
+
+    def __init__(self) -> None:
+        self._resumed: asyncio.Future[None] | None = None
+        self._lost: BaseException | None = None
+        self.closed = asyncio.Event()
+
+    def pause_writing(self) -> None:
+        self._resumed = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._resumed is not None and not self._resumed.done():
+            self._resumed.set_result(None)
+        self._resumed = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+        self._lost = exc or BrokenPipeError("the client closed stdout")
+        if self._resumed is not None and not self._resumed.done():
+            self._resumed.set_exception(self._lost)
+
+    async def drained(self) -> None:
+        if self._lost is not None:
+            raise self._lost
+        if self._resumed is not None:
+            await self._resumed
+
+
+class PipeWriter:
+    """Text written to a pipe: ``await write(text)`` queues it, ``await flush()`` waits until the pipe takes it."""
+
+    def __init__(self, transport: asyncio.WriteTransport, protocol: _FlowControl) -> None:
+        self._transport = transport
+        self._protocol = protocol
+
+    async def write(self, text: str) -> None:
+        if self._protocol.closed.is_set():
+            raise BrokenPipeError("the client closed stdout")
+        self._transport.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self._protocol.drained()
+
+
+def _is_pipe_like(fd: int) -> bool:
+    """What asyncio's pipe transports accept: a pipe, a socket or a character device (not a regular file)."""
+    import stat
+
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+@contextlib.asynccontextmanager
+async def stdio_pipes() -> AsyncIterator[tuple[PipeLines, PipeWriter] | None]:
+    """Stdin's lines and a stdout writer on the event loop, or ``None`` when either descriptor is a regular file
+    (redirected from or to a file: the caller then keeps the SDK's threaded streams)."""
+    if not (_is_pipe_like(0) and _is_pipe_like(1)):
+        yield None
+        return
+    sys.stdout.flush()
+    loop = asyncio.get_running_loop()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    blocking = os.get_blocking(wire_in), os.get_blocking(wire_out)
+    null = os.open(os.devnull, os.O_RDONLY)
+    flow = _FlowControl()
+    read_transport: asyncio.BaseTransport | None = None
+    write_transport: asyncio.BaseTransport | None = None
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+        reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
+        read_transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0, closefd=False)
+        )
+        write_transport, _ = await loop.connect_write_pipe(
+            lambda: flow, os.fdopen(wire_out, "wb", buffering=0, closefd=False)
+        )
+        assert isinstance(write_transport, asyncio.WriteTransport)
+        yield PipeLines(reader), PipeWriter(write_transport, flow)
+    finally:
+        if read_transport is not None:
+            read_transport.close()
+        if write_transport is not None:
+            write_transport.close()  # sends what it still holds, then reports the connection lost
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_CLOSE_SECONDS):
+                    await flow.closed.wait()
+        os.set_blocking(wire_in, blocking[0])
+        os.set_blocking(wire_out, blocking[1])
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        for fd in (wire_in, wire_out, null):
+            os.close(fd)

@@ -1,0 +1,58 @@
+"""Stdin and stdout as event-loop pipes (:mod:`gateway.stdio_pipes`), exercised in a real child process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+_CHILD = textwrap.dedent(
+    """
+    import asyncio, os, sys
+    from gateway.stdio_pipes import stdio_pipes
+
+    async def main():
+        async with stdio_pipes() as pipes:
+            if pipes is None:
+                print("no pipes", file=sys.stderr)
+            else:
+                lines, writer = pipes
+                print("stray print")  # must not reach the wire
+                os.write(1, b"stray write\\n")
+                async for line in lines:
+                    await writer.write(f"echo {len(line)} {line[:5]}\\n")
+                    await writer.flush()
+        print("after", os.get_blocking(0), os.get_blocking(1), flush=True)  # the descriptors are back, blocking
+
+    asyncio.run(main())
+    """
+)
+
+
+def _run(stdin: bytes | None = None, **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(  # type: ignore[call-overload,no-any-return]
+        [sys.executable, "-c", _CHILD], input=stdin, capture_output=True, timeout=60, check=True, **kwargs
+    )
+
+
+def test_lines_in_and_out_while_stray_output_goes_to_stderr() -> None:
+    big = "x" * (3 * 1024 * 1024)  # far past asyncio's default 64 KiB line limit
+    done = _run(f"hello\n{big}\n".encode())
+    assert done.stdout.decode().splitlines() == [
+        "echo 6 hello",
+        f"echo {len(big) + 1} xxxxx",
+        "after True True",
+    ]
+    assert "stray print" in done.stderr.decode() and "stray write" in done.stderr.decode()
+
+
+def test_a_regular_file_on_stdout_leaves_the_sdks_own_streams(tmp_path: Path) -> None:
+    out = tmp_path / "out.txt"
+    with out.open("wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD], input=b"hello\n", stdout=stdout, stderr=subprocess.PIPE, timeout=60
+        )
+    assert done.returncode == 0
+    assert "no pipes" in done.stderr.decode()
+    assert out.read_text() == "after True True\n"
