@@ -6,7 +6,8 @@ runtime directly, without a transport, so the client's share drops out:
 1. **Overlap A/B.** Search+submit pairs, switching every two pairs between 0 scheduling rounds before the lexical
    lookup (the embedding starts only after it) and :data:`gateway_plugins.gim.overlap.DISPATCH_ROUNDS` (the
    default: the embedding is running in its thread first). Alternating keeps the machine's drift out of the
-   comparison.
+   comparison. Only searches overlap (since session 4 a submission looks up its candidates under the lock), so
+   the submissions' two rows are a control: they differ only by the machine's noise.
 2. **Throughput.** Batches of 40 submissions, one at a time and 4 in flight.
 
     /work/venv/bin/python bench/gim_overlap.py [--size 100000] [--real 2000] [--pairs 400] [--seeded DIR]
