@@ -16,10 +16,25 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 from gateway_plugins.gim.lexical import LexicalHit
 
-__all__ = ["Ranked", "environment_matches", "fuse", "normalise_env_value", "rank", "shortlist"]
+__all__ = ["Ranked", "SearchRow", "environment_matches", "fuse", "normalise_env_value", "rank", "shortlist"]
+
+
+@dataclass(frozen=True)
+class SearchRow:
+    """The columns of a master a search ranks by and shows (read by ``Repository.search_rows``)."""
+
+    canonical_title: str
+    root_cause_category: str
+    confidence_score: float
+    verification_count: int
+    last_confirmed_at: datetime | None
+    affected_models: list[dict[str, Any]]
+    environments: dict[str, list[str]]
 
 
 @dataclass

@@ -9,7 +9,6 @@ either the store or an open transaction, so callers compose them inside one tran
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -17,8 +16,9 @@ from pydantic import Field
 
 from gateway.api.stores import Row
 from gateway_plugins.gim.models import MasterIssue
+from gateway_plugins.gim.ranking import SearchRow
 
-__all__ = ["Db", "Repository", "SearchRow", "StoredMaster"]
+__all__ = ["Db", "Repository", "StoredMaster"]
 
 _MASTER_COLUMNS = (
     "id, canonical_title, root_cause_category, description, root_cause, fix_bundle, affected_models, "
@@ -63,19 +63,6 @@ def _in(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
         return "(NULL)", {}
     names = [f"{prefix}{i}" for i in range(len(values))]
     return "(" + ", ".join(f":{n}" for n in names) + ")", dict(zip(names, values, strict=True))
-
-
-@dataclass(frozen=True)
-class SearchRow:
-    """The columns of a master a search ranks by and shows (:meth:`Repository.search_rows`)."""
-
-    canonical_title: str
-    root_cause_category: str
-    confidence_score: float
-    verification_count: int
-    last_confirmed_at: datetime | None
-    affected_models: list[dict[str, Any]]
-    environments: dict[str, list[str]]
 
 
 class StoredMaster(MasterIssue):
@@ -162,23 +149,11 @@ class Repository:
         """What a search ranks and shows of the active masters among ``master_ids``, in one light query."""
         clause, params = _in("m", list(master_ids))
         rows = await db.fetch_all(
-            "SELECT m.id, m.canonical_title, m.root_cause_category, m.confidence_score, m.verification_count, "
-            "m.last_confirmed_at, m.affected_models, m.environments FROM gim_masters m "
+            f"SELECT m.id, {', '.join('m.' + name for name in SearchRow.__dataclass_fields__)} FROM gim_masters m "
             f"JOIN gim_items i ON i.id = m.id WHERE i.state = 'active' AND m.id IN {clause}",
             params,
         )
-        return {
-            str(r["id"]): SearchRow(
-                canonical_title=r["canonical_title"],
-                root_cause_category=r["root_cause_category"],
-                confidence_score=float(r["confidence_score"]),
-                verification_count=int(r["verification_count"]),
-                last_confirmed_at=r["last_confirmed_at"],
-                affected_models=list(r["affected_models"] or []),
-                environments=dict(r["environments"] or {}),
-            )
-            for r in rows
-        }
+        return {str(r["id"]): SearchRow(**{name: r[name] for name in SearchRow.__dataclass_fields__}) for r in rows}
 
     async def resolve_master_id(self, db: Db, issue_id: str) -> str | None:
         """The master of an active item (a master is its own master), ``None`` if unknown."""
