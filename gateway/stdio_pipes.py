@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import AsyncIterator
 
@@ -86,8 +87,6 @@ class PipeWriter:
 
 def _is_pipe_like(fd: int) -> bool:
     """What asyncio's pipe transports accept: a pipe, a socket or a character device (not a regular file)."""
-    import stat
-
     mode = os.fstat(fd).st_mode
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 

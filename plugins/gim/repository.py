@@ -8,6 +8,7 @@ either the store or an open transaction, so callers compose them inside one tran
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
@@ -26,6 +27,8 @@ _MASTER_COLUMNS = (
     "failure_count, confidence_score, last_confirmed_at, status, created_at, updated_at"
 )
 
+
+_SEARCH_COLUMNS = tuple(field.name for field in dataclasses.fields(SearchRow))
 
 _INSERT_MASTER = (
     f"INSERT INTO gim_masters ({_MASTER_COLUMNS}) VALUES (:id, :canonical_title, :root_cause_category, "
@@ -149,11 +152,11 @@ class Repository:
         """What a search ranks and shows of the active masters among ``master_ids``, in one light query."""
         clause, params = _in("m", list(master_ids))
         rows = await db.fetch_all(
-            f"SELECT m.id, {', '.join('m.' + name for name in SearchRow.__dataclass_fields__)} FROM gim_masters m "
+            f"SELECT m.id, {', '.join('m.' + name for name in _SEARCH_COLUMNS)} FROM gim_masters m "
             f"JOIN gim_items i ON i.id = m.id WHERE i.state = 'active' AND m.id IN {clause}",
             params,
         )
-        return {str(r["id"]): SearchRow(**{name: r[name] for name in SearchRow.__dataclass_fields__}) for r in rows}
+        return {str(r["id"]): SearchRow(**{name: r[name] for name in _SEARCH_COLUMNS}) for r in rows}
 
     async def resolve_master_id(self, db: Db, issue_id: str) -> str | None:
         """The master of an active item (a master is its own master), ``None`` if unknown."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,10 +45,9 @@ class ThreadedConnection:
         self._connection = connection
         self.inline = inline
         self._busy_timeout_ms = busy_timeout_ms
-        # Each counter is written by one thread only (submitted: the caller's, finished: the worker's), so reading
-        # them needs no lock; equal counts mean the worker holds no operation, and the connection is free.
-        self._submitted = 0
-        self._finished = 0
+        # The worker runs operations in order, so when the last one queued is done (finished, failed or cancelled
+        # before it started) every earlier one is too, and the connection is free.
+        self._last: futures.Future[Any] | None = None
 
     @classmethod
     async def open(
@@ -88,7 +88,7 @@ class ThreadedConnection:
     @property
     def idle(self) -> bool:
         """No operation is queued or running on the worker thread."""
-        return self._submitted == self._finished
+        return self._last is None or self._last.done()
 
     def submit(self, operation: Callable[[sqlite3.Connection], T], *, wait: bool = True) -> asyncio.Future[T]:
         """Queue ``operation`` on the worker thread and return its future at once: awaiting it is up to the
@@ -97,23 +97,17 @@ class ThreadedConnection:
         wait_ms = self._busy_timeout_ms if self.inline and wait else None
 
         def on_worker(connection: sqlite3.Connection) -> T:
+            if wait_ms is None:
+                return operation(connection)
+            connection.execute(f"PRAGMA busy_timeout = {wait_ms}").close()
             try:
-                if wait_ms is None:
-                    return operation(connection)
-                connection.execute(f"PRAGMA busy_timeout = {wait_ms}").close()
-                try:
-                    return operation(connection)
-                finally:
-                    connection.execute("PRAGMA busy_timeout = 0").close()
+                return operation(connection)
             finally:
-                self._finished += 1
+                connection.execute("PRAGMA busy_timeout = 0").close()
 
-        self._submitted += 1
-        try:
-            return asyncio.get_running_loop().run_in_executor(self._executor, on_worker, self._connection)
-        except BaseException:
-            self._submitted -= 1  # never queued (the executor is shut down)
-            raise
+        queued = self._executor.submit(on_worker, self._connection)
+        self._last = queued
+        return asyncio.wrap_future(queued)
 
     async def run(self, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``operation`` on the worker thread."""
