@@ -64,7 +64,7 @@ class ThreadedConnection:
         def connect() -> sqlite3.Connection:
             connection = sqlite3.connect(
                 path,
-                timeout=0 if inline else busy_timeout,
+                timeout=busy_timeout,  # the pragmas below may wait (switching to WAL needs an exclusive lock)
                 isolation_level=None,  # autocommit: transactions are explicit BEGIN ... COMMIT
                 detect_types=sqlite3.PARSE_DECLTYPES,
                 check_same_thread=not inline,
