@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import anyio
 import numpy as np
+import onnx
 import pytest
 from structlog.testing import capture_logs
 from tokenizers import Tokenizer
@@ -91,6 +92,25 @@ def test_int8_vectors_do_not_depend_on_what_a_text_is_embedded_with(local_embedd
     reversed_order = local_embedder.embed_sync(texts[::-1])[::-1]
     assert np.array_equal(together, one_by_one)
     assert np.array_equal(together, reversed_order)
+
+
+def test_int8_sessions_keep_residual_add_and_layer_norm_apart(
+    tmp_path: Path, graph_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """onnxruntime would fuse them into its skip + layer norm kernel, the slower choice here (``UNFUSED``)."""
+    optimized = tmp_path / "optimized.onnx"
+    plain_options = local_module._session_options
+
+    def recording_options() -> object:
+        options = plain_options()
+        options.optimized_model_filepath = str(optimized)
+        return options
+
+    monkeypatch.setattr(local_module, "_session_options", recording_options)
+    LocalEmbedder.load(LocalEmbedderConfig(precision="int8"), cache_dir=graph_cache)
+    operators = {node.op_type for node in onnx.load(str(optimized), load_external_data=False).graph.node}
+    assert "SkipLayerNormalization" not in operators
+    assert {"LayerNormalization", "DynamicQuantizeMatMul"} <= operators  # the int8 graph, optimized
 
 
 @pytest.mark.parametrize("precision", ["int8", "fp32"])
