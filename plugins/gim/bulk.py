@@ -84,7 +84,7 @@ async def import_masters(
     vectors: Mapping[str, Sequence[Mapping[str, Sequence[float]]]],
 ) -> list[str]:
     """Store ``items`` as new masters. ``vectors[embedder_id][i]`` maps each of ``core.kinds`` to item ``i``'s
-    vector (every embedder of the chain should be given; a missing one is filled by ``reindex --missing-only``).
+    vector (every embedder of the chain should be given; a missing one is filled by ``reindex --missing``).
     Returns the new master ids, in order."""
     from gateway_plugins.gim.core import utcnow
     from gateway_plugins.gim.submit import master_row

@@ -14,7 +14,7 @@ leaves everything in place. A vector store that lost writes it had acknowledged 
 each collection the point ids are compared with those ``gim_vectors`` promises (one scroll and one query, a
 second or two at 100k items); points without an active row are deleted, and rows whose points are gone are
 dropped from ``gim_vectors`` and re-embedded at once (when the embedder is available; otherwise they stay
-listed as missing for ``gateway reindex --missing-only``).
+listed as missing for ``gateway reindex --missing``).
 """
 
 from __future__ import annotations

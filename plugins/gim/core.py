@@ -147,7 +147,7 @@ class GimCore:
 
     async def _warn_about_missing_vectors(self, embedder_id: str, generation: int) -> None:
         """Say so when stored items lack this embedder's vectors (a new or changed embedder, say int8 after
-        fp32): until ``gateway reindex --missing-only`` fills them, its searches and duplicate checks miss them."""
+        fp32): until ``gateway reindex --missing`` fills them, its searches and duplicate checks miss them."""
         missing = await self.repo.count_items_without_vectors(self.store, embedder_id, generation)
         if missing:
             log.warning(
@@ -155,7 +155,7 @@ class GimCore:
                 embedder=embedder_id,
                 items=await self.repo.count_items(self.store),
                 without_vectors=missing,
-                fix="run `gateway reindex --missing-only`",
+                fix="run `gateway reindex --missing`",
             )
 
     async def refresh_generations(self, *, force: bool = False) -> None:

@@ -3,12 +3,15 @@ builds a new generation beside the active one, switches when complete, and resum
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from structlog.testing import capture_logs
 
+from gateway.cli import cli
 from gateway.testing import running_gateway
 from tests.fakes.gemini import FakeResponse
 from tests.plugins.gim.support import NUMPY_ACTIONS, NUMPY_CAUSE, NUMPY_ERROR, call, gim_config, submission
@@ -118,9 +121,6 @@ async def test_full_reindex_switches_generation_and_resumes(data_dir: Path) -> N
 def test_gateway_reindex_command_drives_the_pack(tmp_path: Path, data_dir: Path) -> None:
     """``gateway reindex`` (the host's command) reindexes the gim pack through gateway.api.Reindexable."""
     import anyio
-    from click.testing import CliRunner
-
-    from gateway.cli import cli
 
     async def seed() -> list[str]:
         async with running_gateway(gim_config(), data_dir) as client:
@@ -151,7 +151,7 @@ def test_gateway_reindex_command_drives_the_pack(tmp_path: Path, data_dir: Path)
 
 async def test_changing_the_local_precision_warns_until_a_reindex_fills_the_vectors(data_dir: Path) -> None:
     """fp32 and int8 vectors are different embedders: a deployment switched to int8 says at first use that its
-    items lack int8 vectors, and ``reindex --missing-only`` makes them searchable again."""
+    items lack int8 vectors, and ``reindex --missing`` makes them searchable again."""
     fp32 = gim_config(plugins={"embedder": {"local": {"precision": "fp32"}}})
     async with running_gateway(fp32, data_dir) as client:
         ids = await _submit_all(client)
@@ -161,7 +161,12 @@ async def test_changing_the_local_precision_warns_until_a_reindex_fills_the_vect
             (embedder,) = await pack.core.ensure_embedders()
         assert embedder.id == "local/all-MiniLM-L6-v2-int8/384"
         (warning,) = [entry for entry in logs if entry["event"] == "gim.embedder.vectors_missing"]
-        assert (warning["items"], warning["without_vectors"]) == (3, 3) and "reindex" in warning["fix"]
+        assert (warning["items"], warning["without_vectors"]) == (3, 3)
+        suggested = re.fullmatch(r"run `gateway (reindex[^`]*)`", warning["fix"])
+        assert suggested is not None, warning["fix"]
+        # the command the warning suggests is one the CLI accepts
+        accepted = CliRunner().invoke(cli, [*suggested.group(1).split(), "--help"])
+        assert accepted.exit_code == 0, accepted.output
         (report,) = await pack.reindex(missing_only=True, progress=lambda done, total: None)
         assert report.embedded == 3
         found = await call(client, "gim_search_issues", {"error_message": "No module named 'distutils'"})
