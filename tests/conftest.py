@@ -25,3 +25,10 @@ def _fresh_logging():
     structlog.reset_defaults()
     root.handlers[:] = handlers
     root.setLevel(level)
+
+
+@pytest.fixture(autouse=True)
+def _no_real_gemini_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Gemini providers read ``GEMINI_API_KEY`` by default: a developer's real key must not send a test to the
+    real API. Tests that want a key set one pointing at the fake (children started by a test inherit this)."""
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)

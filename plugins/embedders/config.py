@@ -32,7 +32,7 @@ class LocalEmbedderConfig(BaseModel):
         description="int8: the weight matrices quantized per output channel, activations quantized on the fly "
         "(about half fp32's CPU time per text; cosine to the fp32 vectors 0.98-0.999 on real error reports); "
         "fp32: the exact sentence-transformers vectors. The two are different embedders (their ids differ): "
-        "switching needs `gateway reindex`.",
+        "after switching, `gateway reindex --missing` embeds the stored items.",
     )
 
 
@@ -41,7 +41,11 @@ class GeminiEmbedderConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    api_key: Secret = Field(None, description='The Gemini API key, written { env = "GEMINI_API_KEY" }.')
+    api_key: Secret = Field(
+        {"env": "GEMINI_API_KEY"},
+        validate_default=True,
+        description='The Gemini API key (default { env = "GEMINI_API_KEY" }: set the variable and the link serves).',
+    )
     model: str = Field("gemini-embedding-001", min_length=1)
     output_dimensionality: int = Field(3072, ge=1, le=3072)
     base_url: str | None = Field(None, description="Another endpoint for the Gemini REST API (proxies, tests).")

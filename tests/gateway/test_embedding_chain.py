@@ -299,6 +299,26 @@ async def test_the_host_builds_the_configured_chain(
         await embedder.aclose()
 
 
+async def test_the_key_comes_from_gemini_api_key_when_the_config_names_none(
+    tmp_path: Path, fake_gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    loaded, plugins = prepare(
+        {
+            "gateway": {"data_dir": str(tmp_path)},
+            "providers": {"embedder": ["gemini", "local"]},
+            "plugins": {"embedder": {"gemini": {"base_url": fake_gemini.base_url, "output_dimensionality": DIM}}},
+        }
+    )
+    chain = ProviderHub(loaded, plugins.registry).embeddings()
+    try:
+        assert (await chain.embed_query("q")).embedder_id == f"gemini/gemini-embedding-001/{DIM}"
+        assert fake_gemini.requests[0].headers["x-goog-api-key"] == KEY
+    finally:
+        for embedder in chain.embedders:
+            await embedder.aclose()
+
+
 async def test_the_host_leaves_gemini_out_without_a_key(
     tmp_path: Path, fake_gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch
 ) -> None:
