@@ -198,7 +198,7 @@ class Gateway:
 
 
 def parse_strategy(spec: str) -> tuple[str, dict[str, str]]:
-    """``hybrid`` or ``hybrid:lexical_weight=0,environment_boost=0`` (``[plugins.gim]`` overrides, TOML values)."""
+    """``hybrid`` or ``hybrid:lexical_weight=0+environment_boost=0`` (``[plugins.gim]`` overrides, TOML values)."""
     name, _, rest = spec.partition(":")
     overrides = dict(part.split("=", 1) for part in rest.split("+") if part)
     return name, overrides

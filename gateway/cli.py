@@ -76,6 +76,8 @@ class GatewayGroup(click.Group):
             click.echo(f"warning: plugin commands unavailable: {exc}", err=True)
             return
         plugins.pm.hook.gateway_register_commands(cli=self)
+        for command in self.commands.values():  # plugins' commands take ``--config`` after their name too
+            _accept_config_after(command)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -104,6 +106,14 @@ def cli(ctx: click.Context, config_path: Path | None) -> None:
     """A plugin-architecture MCP gateway."""
     configure_logging("info")  # never on stdout: it is the stdio wire, and command output
     ctx.obj = CliEnvironment(config_path or default_config_path())
+
+
+def _accept_config_after(command: click.Command) -> None:
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _accept_config_after(sub)
+    elif not any("--config" in getattr(param, "opts", ()) for param in command.params):
+        _config_option(command)
 
 
 def _config_option(func: Callable[..., Any]) -> Callable[..., Any]:

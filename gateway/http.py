@@ -153,8 +153,8 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
     host = host or t.host
     if not is_loopback(host) and runtime.loaded.config.providers.auth == "none" and not t.allow_unauthenticated_remote:
         raise ConfigError(
-            f"{runtime.loaded.source}: 'transport.host' is {host!r} (not loopback) but 'providers.auth' is "
-            f"'none': configure api_key or jwt, or set transport.allow_unauthenticated_remote = true"
+            f"{runtime.loaded.source}: the bind host (--host or 'transport.host') is {host!r}, not loopback, but "
+            "'providers.auth' is 'none': configure api_key or jwt, or set transport.allow_unauthenticated_remote = true"
         )
     _check_origins(runtime.loaded.source, t.allowed_origins)
     auth = describe_auth(runtime)

@@ -155,7 +155,8 @@ class GimCore:
                 embedder=embedder_id,
                 items=await self.repo.count_items(self.store),
                 without_vectors=missing,
-                fix="run `gateway reindex --missing`",
+                fix="run `gateway reindex --missing` with this deployment's config (with the embedded qdrant-edge "
+                "store, stop the server first: one process per data dir)",
             )
 
     async def refresh_generations(self, *, force: bool = False) -> None:

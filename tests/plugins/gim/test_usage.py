@@ -90,6 +90,9 @@ def test_cli_gim_stats(tmp_path: Path, data_dir: Path) -> None:
     overall = runner.invoke(cli, ["--config", str(config), "gim", "stats"])
     assert overall.exit_code == 0, overall.output
     assert json.loads(overall.stdout)["total_queries"] == 3
+    after = runner.invoke(cli, ["gim", "stats", "--config", str(config)])  # a plugin's command takes it too
+    assert after.exit_code == 0, after.output
+    assert json.loads(after.stdout) == json.loads(overall.stdout)
     one = runner.invoke(cli, ["--config", str(config), "gim", "stats", "--issue", issue])
     assert one.exit_code == 0, one.output
     assert json.loads(one.stdout)["total_resolved"] == 1
