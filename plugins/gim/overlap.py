@@ -8,8 +8,9 @@ given). A lookup that starts earlier holds the event loop, the thread starts onl
 after the other: 2-3 ms more per search at 100k issues. Too few rounds only lose the overlap, never correctness.
 ``tests/plugins/gim/test_overlap.py`` fails if the count stops being enough.
 
-A submission does not use it: its two documents already take a core each, and a lookup beside them only shared
-those cores (interleaved runs at 100k issues: no faster).
+A submission does not use it: its two documents already take a core each, and a lookup beside them only shares
+those cores (measured at 100k issues: no faster, in a comparison whose alternation gave each side different
+synthetic templates; see bench/README.md, session 5).
 """
 
 from __future__ import annotations

@@ -213,7 +213,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
     embedders = await core.ensure_embedders()
     kinds = core.kinds
     # The two documents embed side by side, one forward pass per core. The lexical lookup is left to the lock: run
-    # alongside them it only shared their cores (measured at 100k: no faster), unlike a search's single query.
+    # alongside them it only shares their cores, unlike a search's single query (see gateway_plugins.gim.overlap).
     documents = await core.embeddings.embed_documents([prepared.texts[k] for k in kinds])
     per_embedder = {eid: dict(zip(kinds, vecs, strict=True)) for eid, vecs in documents.vectors.items()}
     if not per_embedder:
