@@ -157,8 +157,8 @@ class UsageEvent(_Model):
 class IssueUsageStats(_Model):
     """Usage statistics for a specific issue (event counts), with the issue's votes beside them.
 
-    ``total_resolved`` counts every successful confirmation (repeats included); ``verification_count`` and
-    ``failure_count`` count identities by their current vote (see :mod:`gateway_plugins.gim.usage`)."""
+    total_resolved counts every successful confirmation (repeats included); verification_count and failure_count
+    count identities by their current vote, one vote per identity (definitions: gateway_plugins.gim.usage)."""
 
     issue_id: UUID
     total_queries: int = 0

@@ -199,12 +199,12 @@ class SubmitIssueInput(_FlatEnvironment):
 
 
 class SubmitIssueOutput(BaseModel):
-    """An accepted submission. The rejection is an error result rendered by the pack.
+    """An accepted submission (a rejection is an error result, rendered by the pack).
 
-    ``status`` is ``created`` for both outcomes: it is the one success status of the API reference (both
-    revisions), whose example response is itself a merged submission (``"status": "created", "merged": true``).
-    What says "merged" is ``merged``, ``master_issue_id`` (the existing master it joined) and the message, which
-    names that master; ``issue_id`` is the stored submission (a child of it, or the new master itself)."""
+    status is "created" for both outcomes: it is the one success status of the API reference (both revisions),
+    whose example response is itself a merged submission ("status": "created", "merged": true). What says
+    "merged" is merged, master_issue_id (the existing master it joined) and the message, which names that
+    master; issue_id is the stored submission (a child of that master, or the new master itself)."""
 
     status: Literal["created"] = Field(description="Always created: the submission is stored (see merged)")
     issue_id: str = Field(description="The id of the stored submission: the new master, or the new child")

@@ -67,8 +67,8 @@ class Review(BaseModel):
 
 
 class JudgeCard(BaseModel):
-    """One judge that scored, and its score. A judge that could not score has no card: it is in
-    :attr:`GanReview.abstained`, with the reason."""
+    """One judge that scored, and its score. A judge that could not score has no card: it is listed in
+    gan.abstained, with the reason."""
 
     model: str
     score: Score
@@ -91,15 +91,14 @@ class Abstention(BaseModel):
 
 
 class GanReview(BaseModel):
-    """The audit: the spec's ``GanReview``, whose scores are numbers 0-100, plus a few fields beyond it.
+    """The audit: the spec's GanReview, whose scores are numbers 0-100 (never null), plus a few fields beyond it.
 
-    ``outcome`` says what the numbers stand for (the spec's fields cannot say it, and a score is never ``null``):
-
-    * ``reviewed``: ``overall`` is the mean of the judges that scored (``judge_cards``);
-    * ``nothing_to_review``: no code in the thought or in the selected scope; ``overall`` 100 and verdict
-      ``pass`` (nothing was found wrong because there was nothing), ``iterations`` 0, no cards;
-    * ``unscored``: there was code but no judge could score it (all in ``abstained``); ``overall`` 0 and verdict
-      ``revise``: the code is unreviewed, so not approved (and ``nextThoughtNeeded`` is forced to true).
+    outcome says what the numbers stand for:
+    - reviewed: overall is the mean of the judges that scored (judge_cards);
+    - nothing_to_review: no code in the thought or in the selected scope; overall 100 and verdict pass (nothing
+      was found wrong because there was nothing), iterations 0, no judge cards;
+    - unscored: there was code but no judge could score it (all in abstained); overall 0 and verdict revise: the
+      code is unreviewed, so not approved (and nextThoughtNeeded is forced to true).
     """
 
     overall: Score
