@@ -67,16 +67,16 @@ class Auditor:
         best, iterations, best_cycle = await self._improve(judges, base, session, first, warnings)
         if best is not first:
             proposal = _cumulative_diff(first.files, best.files)
-        scored = first.combined.overall is not None
+        overall = first.combined.overall  # None: no judge could score
         review = GanReview(
-            overall=first.combined.overall if first.combined.overall is not None else 0,
+            overall=overall if overall is not None else 0,
             dimensions=first.combined.dimensions,
             verdict=first.combined.verdict,
             review=first.combined.review,
             proposed_diff=proposal,
             iterations=iterations,
             judge_cards=first.combined.cards,
-            outcome="reviewed" if scored else "unscored",
+            outcome="reviewed" if overall is not None else "unscored",
             abstained=first.combined.abstained,
             warnings=list(dict.fromkeys(warnings)),
             config=session.public(),
