@@ -1,8 +1,9 @@
 """MCP Streamable HTTP (both protocol eras) plus ``/health``, the REST facade and the OAuth protected-resource
 metadata, behind the security checks and a body limit.
 
-Request order: CORS (when ``transport.allowed_origins`` is set) → body-size limit → Host/Origin, header-only
-credentials, authentication and MCP tool scopes (:mod:`gateway.http_security`) → route.
+Request order: CORS (when ``transport.allowed_origins`` is set) → JSON-RPC error bodies on the MCP endpoint
+(:mod:`gateway.http_jsonrpc`) → body-size limit → Host/Origin, header-only credentials, authentication and MCP tool
+scopes (:mod:`gateway.http_security`) → route.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gateway import __version__, mcp_adapter
 from gateway.api.errors import ConfigError
 from gateway.http_auth import HttpAuth, describe_auth
 from gateway.http_errors import error_envelope
+from gateway.http_jsonrpc import JsonRpcErrorBodies
 from gateway.http_security import SecurityMiddleware, allowed_hosts, allowed_origins, is_public
 from gateway.runtime import GatewayRuntime
 
@@ -172,6 +174,7 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
     )
     app = SecurityMiddleware(app, runtime, auth, hosts=hosts, origins=origins)
     app = BodyLimitMiddleware(app, t.max_body_bytes)
+    app = JsonRpcErrorBodies(app, t.path, t.max_body_bytes)
     if t.allowed_origins:
         cors = CORSMiddleware(
             app,
