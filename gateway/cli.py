@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -12,6 +13,7 @@ from typing import Any
 
 import anyio
 import click
+import structlog
 
 from gateway.api.errors import GatewayError
 from gateway.api.tools import Reindexable, ToolPack
@@ -19,6 +21,8 @@ from gateway.app import DEFAULT_CONFIG, prepare, running_runtime
 from gateway.logs import configure_logging
 from gateway.plugin_manager import create_plugin_manager
 from gateway.providers import ProviderHub
+
+log = structlog.get_logger(__name__)
 
 CONFIG_ENV = "MCP_GATEWAY_CONFIG"
 
@@ -141,22 +145,37 @@ def _config_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @_config_option
 @click.pass_obj
 def serve(env: CliEnvironment, transport: str | None, host: str | None, port: int | None) -> None:
-    """Serve the configured packs over MCP stdio or Streamable HTTP."""
+    """Serve the configured packs over MCP stdio or Streamable HTTP.
+
+    SIGINT or SIGTERM stops serving, then the packs and providers (stores flushed and closed); the process then
+    ends by that signal (a shell reports 128 + its number). A second signal ends it at once."""
     from gateway import http, mcp_adapter
+    from gateway.shutdown import exit_by, shutdown_signals
 
-    async def main() -> None:
-        async with running_runtime(env.config_path) as runtime:
-            kind = transport or runtime.loaded.config.transport.kind
-            if kind == "stdio":
-                await mcp_adapter.serve_stdio(runtime)
-            else:
+    async def main() -> int | None:
+        async with shutdown_signals() as shutdown:
+            async with running_runtime(env.config_path) as runtime:
+                kind = transport or runtime.loaded.config.transport.kind
+                if kind == "stdio":
+                    await shutdown.serve(lambda: mcp_adapter.serve_stdio(runtime))
+                else:
 
-                def ready(bound: int, _stop: Any) -> None:
-                    click.echo(f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True)
+                    def ready(bound: int, stop: Callable[[], None]) -> None:
+                        click.echo(
+                            f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True
+                        )
+                        shutdown.stop_gracefully_with(stop)
 
-                await http.serve_http(runtime, host=host, port=port, on_ready=ready)
+                    await shutdown.serve(
+                        lambda: http.serve_http(runtime, host=host, port=port, on_ready=ready, capture_signals=False)
+                    )
+            if shutdown.received is not None:
+                log.info("stopped", signal=signal.Signals(shutdown.received).name)
+            return shutdown.received
 
-    _run(main)
+    signum = _run(main)
+    if signum is not None:
+        exit_by(signum)
 
 
 @cli.command("plugins")

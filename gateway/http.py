@@ -8,6 +8,7 @@ scopes (:mod:`gateway.http_security`) → route.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -194,14 +195,19 @@ async def serve_http(
     host: str | None = None,
     port: int | None = None,
     on_ready: Callable[[int, Callable[[], None]], None] | None = None,
+    capture_signals: bool = True,
 ) -> None:
     """Serve until signalled. ``on_ready(port, stop)`` is called once the socket listens; ``stop()`` (callable
-    from any thread) asks the server to finish gracefully."""
+    from any thread) asks the server to finish gracefully. With ``capture_signals=False`` uvicorn leaves
+    ``SIGINT``/``SIGTERM`` alone, for a caller that handles them and calls ``stop()`` (uvicorn would re-raise the
+    signal once stopped, ending the process before the runtime is stopped)."""
     t = runtime.loaded.config.transport
     host = host or t.host
     app = build_http_app(runtime, host)
     config = uvicorn.Config(app, host=host, port=t.port if port is None else port, log_config=None, lifespan="on")
     server = uvicorn.Server(config)
+    if not capture_signals:
+        server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     if on_ready is not None:
         original = server.startup
 
