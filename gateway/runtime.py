@@ -139,6 +139,7 @@ class GatewayRuntime:
                     data_dir=data_dir / "interceptors" / ref.name,
                     provider=self.providers.get,
                     tools={name: (served.pack, served.tool) for name, served in self.tools.items()},
+                    packs={name: name in cfg.packs.enabled for name in registry.packs},
                 )
                 interceptor = reg.factory(context)
                 await interceptor.start()
