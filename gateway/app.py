@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.api.errors import ConfigError
-from gateway.config import LoadedConfig, config_from_mapping, load_config, parse_config, resolve
+from gateway.config import LoadedConfig, config_from_mapping, errors_name_the_file, load_config, parse_config, resolve
 from gateway.logs import configure_logging, make_log_redactor
 from gateway.plugin_manager import GatewayPlugins, create_plugin_manager
 from gateway.runtime import GatewayRuntime
@@ -67,7 +67,8 @@ async def running_runtime(
     runtime = GatewayRuntime(loaded, plugins)
     if configure_logs:
         setup_logging(runtime)
-    await runtime.start()
+    with errors_name_the_file(loaded.source):  # what packs and interceptors refuse in their own tables
+        await runtime.start()
     try:
         yield runtime
     finally:
