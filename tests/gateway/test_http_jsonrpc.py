@@ -21,7 +21,17 @@ from gateway.http_errors import (
 )
 from gateway.http_jsonrpc import as_jsonrpc_error, request_id
 from gateway.testing import http_gateway
-from tests.gateway.http_support import ACCEPT, INITIALIZE, PLUGINS, config, flatten, key_manager, mcp_client, post_mcp
+from tests.gateway.http_support import (
+    ACCEPT,
+    INITIALIZE,
+    PLUGINS,
+    config,
+    flatten,
+    key_manager,
+    mcp_client,
+    post_mcp,
+    sdk_refusal,
+)
 
 MODES = ["legacy", "auto"]
 LIMIT = 4096
@@ -70,6 +80,16 @@ async def test_the_sdk_client_reads_why_an_oversized_call_was_refused(
         assert error.code == JSONRPC_INVALID_REQUEST and error.data["code"] == "PAYLOAD_TOO_LARGE"
         after = await client.call_tool("acct_whoami", {"text": "small"})  # the connection is still usable
     assert after.structured_content["text"] == "small"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_sdk_client_reads_why_it_was_not_admitted(served: tuple[str, dict[str, str]], mode: str) -> None:
+    base, _ = served
+    expected = post_mcp(base, INITIALIZE).json()["error"]["message"]
+    assert expected == "missing API key (send it in the X-API-Key header)"
+    error = await sdk_refusal(f"{base}/mcp", {}, mode=mode)
+    assert expected in str(error) and error.code == JSONRPC_UNAUTHENTICATED
 
 
 def test_an_oversized_body_is_json_rpc_on_mcp_and_the_envelope_on_rest(served: tuple[str, dict[str, str]]) -> None:
