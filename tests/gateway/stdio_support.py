@@ -10,12 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "tests", "version": "1"}},
-}
+from tests.gateway.http_support import INITIALIZE
+
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
@@ -44,7 +40,7 @@ class StdioPeer:
 
     def open_session(self) -> None:
         self.send(INITIALIZE)
-        assert self.receive()["id"] == 1
+        assert self.receive()["id"] == INITIALIZE["id"]
         self.send(INITIALIZED)
 
     def stop(self, signum: int) -> tuple[int, str]:

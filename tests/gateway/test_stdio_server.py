@@ -79,7 +79,7 @@ def test_a_regular_file_on_stdin_is_checked_the_same_way(tmp_path: Path) -> None
         )
     assert done.returncode == 0, done.stderr.decode()
     answers = [json.loads(line) for line in done.stdout.decode().splitlines()]
-    assert answers[0]["id"] == 1 and "result" in answers[0]
+    assert answers[0]["id"] == INITIALIZE["id"] and "result" in answers[0]
     assert [(a["id"], a["error"]["code"]) for a in answers[1:]] == [
         (rpc_id, code) for rpc_id, code, _ in BROKEN.values()
     ]
