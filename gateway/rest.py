@@ -124,7 +124,7 @@ class RestApi:
             match = regex.match(path)
             if match is None:
                 continue
-            if entry.method != method:
+            if entry.method != method and not (method == "HEAD" and entry.method == "GET"):
                 allowed.append(entry.method)
                 continue
             scope["path_params"] = match.groupdict()

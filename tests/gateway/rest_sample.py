@@ -100,6 +100,9 @@ class NotesPack(ToolPack):
         return [
             RestRoute("GET", "/ping", "Liveness of the notes", self.ping, output_model=Pong, public=True),
             RestRoute(
+                "GET", "/probe", "A public probe", self.ping, output_model=Pong, public=True, tier=RateTier("probe", 60)
+            ),
+            RestRoute(
                 "POST",
                 "/notes",
                 "Add a note",

@@ -22,7 +22,7 @@ HOUR = 3600.0  # buckets refill so slowly that no token comes back during a test
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    tiers = {"search": {"limit": 3, "period_seconds": HOUR}}
+    tiers = {"search": {"limit": 3, "period_seconds": HOUR}, "probe": {"limit": 2, "period_seconds": HOUR}}
     keys = {"alice": ("acme", SCOPES), "bob": ("acme", SCOPES), "reader": ("acme", ["notes:read"])}
     with serve_notes(notes_config(tmp_path, rest={"tiers": tiers}), keys) as served:
         yield served
@@ -76,6 +76,26 @@ def test_a_refused_scope_or_invalid_input_is_checked_in_that_order(served: Serve
         assert served.call("POST", "/notes", "reader", json={"title": "t"}).status_code == 403
     assert served.call("POST", "/notes", "alice", json={}).headers["X-RateLimit-Remaining"] == "9"  # a 400 takes one
     assert served.call("POST", "/notes", "alice", json={"title": "t"}).headers["X-RateLimit-Remaining"] == "8"
+
+
+def test_anonymous_callers_of_a_public_route_are_counted_by_address(served: Served) -> None:
+    def probe(address: str) -> httpx.Response:
+        with httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=30) as client:
+            return client.get(served.url("/probe"), headers={"X-API-Key": served.keys["alice"]["X-API-Key"]})
+
+    assert [probe("127.0.0.1").status_code for _ in range(3)] == [200, 200, 429]  # a key changes nothing here
+    assert probe("127.0.0.2").headers["X-RateLimit-Remaining"] == "1"
+
+
+def test_a_failing_limiter_refuses_with_503(tmp_path: Path) -> None:
+    config = notes_config(tmp_path)
+    config["providers"]["rate_limiter"] = "postgres"
+    dead = "postgresql://nobody@127.0.0.1:9/none"  # nothing listens on the discard port
+    config["plugins"] = {"rate_limiter": {"postgres": {"dsn": dead, "min_size": 0, "connect_timeout": 1}}}
+    with serve_notes(config, {"alice": ("acme", SCOPES)}) as served:
+        error = envelope(served.call("GET", "/notes", "alice"), 503, "SERVICE_UNAVAILABLE")
+        assert error["retryable"] is True
+        assert served.call("GET", "/ping").status_code == 200  # unlimited routes do not need the limiter
 
 
 async def _fire(urls: list[str], headers: dict[str, str]) -> list[httpx.Response]:

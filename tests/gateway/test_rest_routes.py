@@ -169,7 +169,7 @@ def test_a_route_shares_the_pack_with_its_mcp_tool(served: Served) -> None:
 def test_schemathesis_finds_no_failure_on_the_live_server(tmp_path: Path) -> None:
     """Every check schemathesis has (status codes, content types, headers and bodies against the document,
     negative and positive data, unsupported methods, ignored auth...) over every phase, on the live server."""
-    roomy = {"tiers": {name: 100_000 for name in ("search", "index", "notes_edit")}}
+    roomy = {"tiers": {name: 100_000 for name in ("search", "index", "notes_edit", "probe")}}
     with serve_notes(notes_config(tmp_path, rest=roomy), {"full": ("acme", SCOPES)}) as served:
         run = subprocess.run(
             [
@@ -198,4 +198,4 @@ def test_schemathesis_finds_no_failure_on_the_live_server(tmp_path: Path) -> Non
         )
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert "No issues found" in run.stdout
-    assert re.search(r"Tested: 9\b", run.stdout), run.stdout[-2000:]
+    assert re.search(r"Tested: 10\b", run.stdout), run.stdout[-2000:]
