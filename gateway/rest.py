@@ -69,6 +69,10 @@ class _Entry:
     def regex(self) -> Any:
         return compile_path(PREFIX + self.path)[0]
 
+    def serves(self, method: str) -> bool:
+        """Whether a request with ``method`` is for this entry (``HEAD`` is served as ``GET``)."""
+        return self.method == method or (method == "HEAD" and self.method == "GET")
+
 
 class RestApi:
     """The ASGI application mounted at ``/api/v1``: dispatches to the built-in and contributed routes."""
@@ -115,7 +119,7 @@ class RestApi:
 
     def is_public(self, method: str, path: str) -> bool:
         """Whether ``method path`` is a public route (admitted without credentials)."""
-        return any(entry.public and entry.method == method and regex.match(path) for entry, regex in self._entries)
+        return any(entry.public and entry.serves(method) and regex.match(path) for entry, regex in self._entries)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
@@ -124,7 +128,7 @@ class RestApi:
             match = regex.match(path)
             if match is None:
                 continue
-            if entry.method != method and not (method == "HEAD" and entry.method == "GET"):
+            if not entry.serves(method):
                 allowed.append(entry.method)
                 continue
             scope["path_params"] = match.groupdict()

@@ -212,7 +212,7 @@ def _route_operation(
     if item.input.fields("path"):
         errors.add(404)
     if item.input.fields("body"):
-        errors.add(415)
+        errors |= {413, 415}
     if limited:
         errors.add(429)
     operation: dict[str, Any] = {

@@ -73,6 +73,8 @@ def test_a_public_route_needs_no_credentials_but_still_checks_the_host(served: S
     pong = served.call("GET", "/ping")
     assert pong.status_code == 200 and pong.json() == {"status": "ok", "caller": "anonymous"}
     assert served.call("GET", "/ping", "full").json()["caller"] == "anonymous"  # credentials are not even read
+    head = served.call("HEAD", "/ping")
+    assert head.status_code == 200 and head.content == b""
     envelope(served.call("GET", "/ping", headers={"Host": "evil.example"}), 421, "MISDIRECTED_REQUEST")
 
 
