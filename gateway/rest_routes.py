@@ -164,10 +164,11 @@ class ServedRoute:
         context = self.runtime.new_context(
             principal=principal, transport="rest", headers=dict(request.headers), tool_name=self.route.name
         )
+        headers = {"X-Correlation-ID": context.correlation_id}  # and X-RateLimit-* once a token is taken
         try:
-            response = await self._serve(request, context)
+            response = await self._serve(request, context, headers)
         except Exception as exc:
-            response = self._error(exc, context.correlation_id, context.state.get("headers", {}))
+            response = self._error(exc, context.correlation_id, headers)
         log.info(
             "rest call",
             operation=self.route.name,
@@ -178,9 +179,8 @@ class ServedRoute:
         )
         return response
 
-    async def _serve(self, request: Request, context: CallContext) -> Response:
+    async def _serve(self, request: Request, context: CallContext, headers: dict[str, str]) -> Response:
         route = self.route
-        headers = context.state["headers"] = {"X-Correlation-ID": context.correlation_id}
         if not route.public and not context.principal.allows(route.scope):
             raise Forbidden(
                 f"the caller lacks the scope {route.scope!r} required by {route.method} {route.path}",
