@@ -142,19 +142,17 @@ class EdgeStoreServer:
 
     async def _answer(self, request: Any, writer: asyncio.StreamWriter, write_lock: asyncio.Lock) -> None:
         request_id = request.get("id") if isinstance(request, dict) else None
-        op = request.get("op") if isinstance(request, dict) else None
-        handler = edge_wire.HANDLERS.get(op) if isinstance(op, str) else None
+        op = "?"
         try:
-            if handler is None:
-                raise ValueError(f"unknown vector store operation {op!r}")
-            args = request.get("args") or {}
-            if edge_wire.runs_short(self.store, str(op), args):
+            op, args = edge_wire.checked_request(request)
+            handler = edge_wire.HANDLERS[op]
+            if edge_wire.runs_short(self.store, op, args):
                 result = handler(self.store, args)
             else:
                 result = await asyncio.get_running_loop().run_in_executor(self._executor, handler, self.store, args)
             answer: dict[str, Any] = {"id": request_id, "ok": result}
         except Exception as exc:
-            answer = {"id": request_id, "error": edge_wire.encode_error(exc, str(op))}
+            answer = {"id": request_id, "error": edge_wire.encode_error(exc, op)}
         try:
             await self._send(writer, write_lock, answer)
         except (ConnectionError, TypeError) as exc:  # the client left; or a result JSON cannot hold

@@ -154,6 +154,33 @@ HANDLERS: Mapping[str, Handler] = {
 """Each operation as a blocking call on the owner's :class:`SyncEdgeStore`, returning what JSON can hold."""
 
 
+ARGUMENTS: Mapping[str, frozenset[str]] = {
+    "ensure_collection": frozenset({"name", "dimension", "indexed_fields"}),
+    "list_collections": frozenset(),
+    "delete_collection": frozenset({"name"}),
+    "upsert": frozenset({"name", "points"}),
+    "delete": frozenset({"name", "ids"}),
+    "query": frozenset({"name", "vector", "limit", "offset", "score_threshold", "filter"}),
+    "count": frozenset({"name", "filter"}),
+    "list_ids": frozenset({"name", "filter"}),
+    "flush": frozenset(),
+    "optimize": frozenset({"name"}),
+    "info": frozenset({"name"}),
+}
+
+
+def checked_request(request: Any) -> tuple[str, dict[str, Any]]:
+    """The operation and arguments of a request; :class:`ValueError` for anything a client of ours never sends."""
+    op = request.get("op") if isinstance(request, dict) else None
+    if op not in HANDLERS:
+        raise ValueError(f"unknown vector store operation {op!r}")
+    args = request.get("args")
+    if not isinstance(args, dict) or not ARGUMENTS[op] <= args.keys():
+        missing = sorted(ARGUMENTS[op] - (args.keys() if isinstance(args, dict) else set()))
+        raise ValueError(f"a {op} request lacks {', '.join(missing) or 'its arguments'}")
+    return op, args
+
+
 def runs_short(store: SyncEdgeStore, op: str, args: dict[str, Any]) -> bool:
     """Whether the owner may run this request on its server thread rather than a worker thread."""
     if op == "query":
