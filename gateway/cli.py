@@ -12,13 +12,16 @@ from typing import Any
 
 import anyio
 import click
+import structlog
 
 from gateway.api.errors import GatewayError
 from gateway.api.tools import Reindexable, ToolPack
-from gateway.app import DEFAULT_CONFIG, prepare, running_runtime
+from gateway.app import DEFAULT_CONFIG, prepare, read_config, running_runtime
 from gateway.logs import configure_logging
 from gateway.plugin_manager import create_plugin_manager
 from gateway.providers import ProviderHub
+
+log = structlog.get_logger(__name__)
 
 CONFIG_ENV = "MCP_GATEWAY_CONFIG"
 
@@ -145,18 +148,43 @@ def serve(env: CliEnvironment, transport: str | None, host: str | None, port: in
     from gateway import http, mcp_adapter
 
     async def main() -> None:
-        async with running_runtime(env.config_path) as runtime:
-            kind = transport or runtime.loaded.config.transport.kind
-            if kind == "stdio":
-                await mcp_adapter.serve_stdio(runtime)
-            else:
+        started = False
+        try:
+            async with running_runtime(env.config_path) as runtime:
+                started = True
+                kind = transport or runtime.loaded.config.transport.kind
+                if kind == "stdio":
+                    await mcp_adapter.serve_stdio(runtime)
+                else:
 
-                def ready(bound: int, _stop: Any) -> None:
-                    click.echo(f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True)
+                    def ready(bound: int, _stop: Any) -> None:
+                        click.echo(
+                            f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True
+                        )
 
-                await http.serve_http(runtime, host=host, port=port, on_ready=ready)
+                    await http.serve_http(runtime, host=host, port=port, on_ready=ready)
+        except Exception as exc:
+            if started or not _stdio_client_waits(env, transport):
+                raise
+            # An MCP client launched us: tell it why, rather than leave it a bare "Connection closed".
+            detail = str(exc) if isinstance(exc, GatewayError) else f"{type(exc).__name__} (the log has the details)"
+            log.error("gateway failed to start", error=detail, exc_info=not isinstance(exc, GatewayError))
+            click.echo(f"Error: the gateway could not start: {detail}", err=True)
+            await mcp_adapter.refuse_stdio(f"the gateway could not start: {detail}")
+            sys.exit(1)
 
     _run(main)
+
+
+def _stdio_client_waits(env: CliEnvironment, transport: str | None) -> bool:
+    """Whether an MCP client is on stdin (the stdio transport, and stdin is not a terminal)."""
+    kind = transport
+    if kind is None:
+        try:
+            kind = read_config(env.config_path).config.transport.kind
+        except Exception:
+            kind = "stdio"  # the default
+    return kind == "stdio" and not sys.stdin.isatty()
 
 
 @cli.command("plugins")

@@ -16,6 +16,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
@@ -136,6 +137,21 @@ async def serve_stdio(runtime: GatewayRuntime) -> None:
         stdin, stdout = pipes if pipes is not None else (None, None)  # files, not pipes: the SDK's own streams
         async with stdio_server(stdin, stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
             await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def refuse_stdio(reason: str) -> None:
+    """Answer every request on this process's stdin with an error saying ``reason``, until the client closes it.
+
+    For a gateway that could not start: the client (an editor launching the server) then shows why, instead of
+    a bare "Connection closed"."""
+    async with stdio_pipes() as pipes:
+        stdin, stdout = pipes if pipes is not None else (None, None)
+        async with stdio_server(stdin, stdout) as (read_stream, write_stream), write_stream:  # type: ignore[arg-type]
+            async for item in read_stream:
+                if isinstance(item, SessionMessage) and isinstance(item.message, mt.JSONRPCRequest):
+                    error = mt.ErrorData(code=mt.INTERNAL_ERROR, message=reason)
+                    answer = mt.JSONRPCError(jsonrpc=mt.JSONRPC_VERSION, id=item.message.id, error=error)
+                    await write_stream.send(SessionMessage(answer))
 
 
 def http_app(
