@@ -1,19 +1,22 @@
 """Two assistants on one machine: two real ``gateway serve`` processes, each launched by the MCP SDK's stdio client
-(as an editor launches the README's ``mcpServers`` command), on one data dir with the embedded stores.
+as an editor launches the README's ``mcpServers`` command: the project's own ``config.toml`` (Qdrant Edge, SQLite
+with the SQLite rate limiter, local embedder), both on one data dir (``MCP_GATEWAY_DATA_DIR``).
 
 The first owns the Qdrant Edge store and serves it to the second; both submit and search at once and each finds
 what the other submitted (a search sees another process's submissions once its lexical index is older than
 ``lexical_refresh_seconds``). Then the first is killed with ``kill -9`` while the second has calls in flight: the
 second takes the store over, every one of its calls succeeds, and a later start finds both stores in agreement
-with every acknowledged submission. CLI commands (``gateway gim stats``, ``gateway call``, ``gateway reindex``)
-run beside a live server as clients of its store. Neither gateway is given a prebuilt embedding model: both build
-and cache the int8 graph in the shared data dir at the same moment, which must leave one whole file.
+with every acknowledged submission. CLI commands (``gateway gim stats``, ``gateway call``, ``gateway reindex`` with
+and without ``--missing``) run beside the live servers as clients of the store. Neither gateway is given a prebuilt
+embedding model: both build and cache the int8 graph in the shared data dir at the same moment, which must leave
+one whole file.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,12 +30,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from gateway.testing import running_gateway
-from tests.plugins.gim.support import call, gim_config, submission, write_config
+from tests.plugins.gim.support import call, submission
 from tests.plugins.gim.test_consistency import stores_agree
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
+README_CONFIG = ROOT / "config.toml"
 STALENESS = 1.1
 """A search sees another process's newest submissions once its lexical index is at most this old
 (``[plugins.gim] lexical_refresh_seconds``, 1 s by default)."""
@@ -92,10 +96,17 @@ def server_pid(config: Path) -> int:
     raise AssertionError(f"no gateway serves {config}")
 
 
+def environment(data_dir: Path) -> dict[str, str]:
+    # One identity for both (the per-install id), so one daily quota: large enough for the test's searches.
+    return {**os.environ, "MCP_GATEWAY_DATA_DIR": str(data_dir), "DEFAULT_DAILY_SEARCH_LIMIT": "1000"}
+
+
 @asynccontextmanager
-async def assistant(config: Path) -> AsyncIterator[Any]:
+async def assistant(config: Path, data_dir: Path) -> AsyncIterator[Any]:
     """An MCP client that launched ``gateway serve --config CONFIG`` over stdio, as an editor does."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config)])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config)], env=environment(data_dir)
+    )
     async with Client(params, read_timeout_seconds=120) as client:
         yield client
 
@@ -105,27 +116,30 @@ async def search_finds(client: Any, submitted: dict[str, Any], answer: dict[str,
     assert found["issues"] and found["issues"][0]["issue_id"] == answer["master_issue_id"], found
 
 
-def gateway_cli(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
+def gateway_cli(*args: str, config: Path, data_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gateway", *args, "--config", str(config)],
         cwd=ROOT,
+        env=environment(data_dir),
         capture_output=True,
         text=True,
         timeout=180,
     )
 
 
-def submitted_count(config: Path) -> int:
-    stats = gateway_cli("gim", "stats", config=config)
+def submitted_count(config: Path, data_dir: Path) -> int:
+    stats = gateway_cli("gim", "stats", config=config, data_dir=data_dir)
     assert stats.returncode == 0, stats.stderr
     return int(json.loads(stats.stdout)["total_issues_submitted"])
 
 
-async def test_two_assistants_share_one_data_dir_and_the_second_survives_the_first(tmp_path: Path) -> None:
+async def test_two_assistants_share_one_data_dir_and_the_second_survives_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data_dir = tmp_path / "data"
-    deployment = gim_config(gateway={"data_dir": data_dir.as_posix(), "log_level": "warning"})
-    first_config = write_config(tmp_path / "first.toml", deployment)
-    second_config = write_config(tmp_path / "second.toml", deployment)
+    first_config, second_config = tmp_path / "first.toml", tmp_path / "second.toml"  # told apart in /proc
+    for config in (first_config, second_config):
+        shutil.copyfile(README_CONFIG, config)
     acknowledged: list[tuple[dict[str, Any], dict[str, Any]]] = []
     own: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {"first": [], "second": []}
     step = {name: anyio.Event() for name in ("first up", "second up", "first submitted", "second submitted",
@@ -146,7 +160,7 @@ async def test_two_assistants_share_one_data_dir_and_the_second_survives_the_fir
 
     async def first_assistant() -> None:
         try:
-            async with assistant(first_config) as client:
+            async with assistant(first_config, data_dir) as client:
                 first_pid.append(server_pid(first_config))
                 step["first up"].set()
                 await step["second up"].wait()
@@ -165,7 +179,7 @@ async def test_two_assistants_share_one_data_dir_and_the_second_survives_the_fir
 
     async def second_assistant() -> None:
         await step["first up"].wait()
-        async with assistant(second_config) as client:
+        async with assistant(second_config, data_dir) as client:
             second_pid = server_pid(second_config)
             assert owner_of_the_store() == first_pid[0]
             step["second up"].set()
@@ -179,17 +193,27 @@ async def test_two_assistants_share_one_data_dir_and_the_second_survives_the_fir
             assert len(acknowledged) == 8 and all(not answer["merged"] for _, answer in acknowledged)
 
             # The command line beside two live servers: a client of the store too.
-            assert await anyio.to_thread.run_sync(submitted_count, second_config) == 8
+            assert await anyio.to_thread.run_sync(submitted_count, second_config, data_dir) == 8
             probe, probe_answer = own["first"][1]
             query = json.dumps({"error_message": probe["error_message"]})
             found = await anyio.to_thread.run_sync(
-                lambda: gateway_cli("call", "gim_search_issues", query, config=second_config)
+                lambda: gateway_cli("call", "gim_search_issues", query, config=second_config, data_dir=data_dir)
             )
             assert found.returncode == 0, found.stderr
             assert json.loads(found.stdout)["issues"][0]["issue_id"] == probe_answer["master_issue_id"]
-            reindex = await anyio.to_thread.run_sync(lambda: gateway_cli("reindex", "--missing", config=second_config))
+            reindex = await anyio.to_thread.run_sync(
+                lambda: gateway_cli("reindex", "--missing", config=second_config, data_dir=data_dir)
+            )
             assert reindex.returncode == 0, reindex.stderr
             assert ": 0 embedded" in reindex.stdout, reindex.stdout
+            # A full reindex builds a new generation beside both servers, switches, and drops the old collection:
+            # the servers follow the switch.
+            reindex = await anyio.to_thread.run_sync(
+                lambda: gateway_cli("reindex", config=second_config, data_dir=data_dir)
+            )
+            assert reindex.returncode == 0, reindex.stderr
+            assert ": 8 embedded" in reindex.stdout, reindex.stdout
+            await search_finds(client, *own["first"][2])
 
             # kill -9 the owner while this assistant has submissions and searches in flight.
             step["kill phase"].set()
@@ -221,7 +245,7 @@ async def test_two_assistants_share_one_data_dir_and_the_second_survives_the_fir
             await anyio.sleep(STALENESS)
             for arguments, answer in acknowledged[-6:]:
                 await search_finds(client, arguments, answer)  # this assistant's server now owns the store
-            assert await anyio.to_thread.run_sync(submitted_count, second_config) == len(acknowledged)
+            assert await anyio.to_thread.run_sync(submitted_count, second_config, data_dir) == len(acknowledged)
 
     with anyio.fail_after(600):
         async with anyio.create_task_group() as group:
@@ -229,7 +253,8 @@ async def test_two_assistants_share_one_data_dir_and_the_second_survives_the_fir
             group.start_soon(second_assistant)
 
     # A later start reconciles and finds both stores in agreement with everything acknowledged.
-    async with running_gateway(deployment, data_dir) as client:
+    monkeypatch.setenv("DEFAULT_DAILY_SEARCH_LIMIT", "1000")
+    async with running_gateway(README_CONFIG, data_dir) as client:
         active = await stores_agree(client.runtime.packs["gim"].core)
         assert {answer["issue_id"] for _, answer in acknowledged} <= active
         for arguments, answer in acknowledged[::5]:
