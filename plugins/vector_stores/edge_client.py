@@ -64,6 +64,8 @@ class _Connection:
                     future.set_result(answer)
         except (asyncio.IncompleteReadError, ConnectionError):
             self.fail(OwnerGone(f"the vector store's owner (pid {self.owner_pid}) closed the connection"))
+        except Exception as exc:  # an answer no owner of ours sends: the connection cannot be trusted any more
+            self.fail(OwnerGone(f"the vector store's owner (pid {self.owner_pid}) sent a malformed answer: {exc}"))
 
     def fail(self, error: OwnerGone) -> None:
         if self.lost is None:
