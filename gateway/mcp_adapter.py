@@ -6,10 +6,12 @@ stays here, so an SDK upgrade touches one file.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import mcp.types as mt
 from mcp import Client
 from mcp.server.lowlevel import Server
@@ -17,6 +19,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
@@ -24,7 +27,7 @@ from gateway import __version__
 from gateway.api.context import CallContext, Principal
 from gateway.api.errors import ToolError
 from gateway.runtime import GatewayRuntime, ServedTool, UnknownTool
-from gateway.stdio_pipes import stdio_pipes
+from gateway.stdio_pipes import LineSource, stdio_pipes
 
 INVALID_PARAMS = mt.INVALID_PARAMS
 
@@ -131,12 +134,101 @@ def build_server(runtime: GatewayRuntime) -> Server[Any]:
 
 
 async def serve_stdio(runtime: GatewayRuntime) -> None:
-    """Serve MCP over this process's stdin/stdout until the client closes the stream."""
+    """Serve MCP over this process's stdin/stdout until the client closes the stream (or the task is cancelled)."""
     server = build_server(runtime)
-    async with stdio_pipes() as pipes:
-        stdin, stdout = pipes if pipes is not None else (None, None)  # files, not pipes: the SDK's own streams
-        async with stdio_server(stdin, stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+    async with stdio_pipes() as (lines, sink):
+        checked = CheckedLines(lines)
+        async with stdio_server(checked, sink) as (read_stream, write_stream):  # type: ignore[arg-type]
+            checked.answer_through(write_stream)
             await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+class CheckedLines:
+    """The stdin lines that are JSON-RPC messages, as the SDK's stdio reader iterates them.
+
+    The SDK only logs (at debug level) a line it cannot read and answers nothing, so a client that sent a broken
+    line waits forever. Here a line that is not JSON is answered with a parse error (``-32700``, id ``null``), and
+    a JSON value that is not a JSON-RPC message with an invalid-request error (``-32600``, with the id it carries
+    when it has one), written through the SDK's own write stream so they never interleave with its output. Blank
+    lines are skipped.
+    """
+
+    def __init__(self, lines: LineSource) -> None:
+        self._lines = aiter(lines)
+        self._answers: Any = None
+        self._ready = anyio.Event()
+
+    def answer_through(self, write_stream: Any) -> None:
+        """Send error responses to ``write_stream`` (the SDK's stream of outgoing messages)."""
+        self._answers = write_stream
+        self._ready.set()
+
+    def __aiter__(self) -> CheckedLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await anext(self._lines)
+            if not line.strip():
+                continue
+            refusal = line_error(line)
+            if refusal is None:
+                return line
+            await self._ready.wait()
+            try:
+                await self._answers.send(SessionMessage(refusal))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return line  # the server is shutting down: let the SDK drop the line as it would
+
+
+def line_error(line: str) -> mt.JSONRPCError | None:
+    """The JSON-RPC error answering a stdio ``line`` that is not a JSON-RPC message, or None when it is one."""
+    try:
+        mt.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+    if any(error["type"] == "json_invalid" for error in errors):
+        reason = errors[0]["msg"].removeprefix("Invalid JSON: ")
+        return _rpc_error(None, mt.PARSE_ERROR, f"Parse error: the line is not JSON ({reason})")
+    value = json.loads(line)
+    if not isinstance(value, dict):
+        return _rpc_error(
+            None, mt.INVALID_REQUEST, f"Invalid Request: a message is a JSON object, not {_json_kind(value)}"
+        )
+    rpc_id = value.get("id")
+    rpc_id = rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
+    branch = _message_kind(value)
+    problems = [
+        f"{'.'.join(str(part) for part in error['loc'][1:]) or '(message)'}: {error['msg']}"
+        for error in errors
+        if error["loc"][:1] == (branch,)
+    ]
+    detail = "; ".join(problems[:3]) or "not a JSON-RPC 2.0 request, notification or response"
+    return _rpc_error(rpc_id, mt.INVALID_REQUEST, f"Invalid Request: {detail}")
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array (batches are not supported)"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "null"
+
+
+def _message_kind(message: dict[str, Any]) -> str | None:
+    """Which JSON-RPC message ``message`` tries to be (the SDK model whose errors explain what is wrong)."""
+    if "method" in message:
+        return "JSONRPCRequest" if "id" in message else "JSONRPCNotification"
+    if "error" in message:
+        return "JSONRPCError"
+    return "JSONRPCResponse" if "result" in message else None
+
+
+def _rpc_error(rpc_id: str | int | None, code: int, message: str) -> mt.JSONRPCError:
+    return mt.JSONRPCError(jsonrpc="2.0", id=rpc_id, error=mt.ErrorData(code=code, message=message))
 
 
 async def refuse_stdio(reason: str) -> None:
@@ -144,14 +236,13 @@ async def refuse_stdio(reason: str) -> None:
 
     For a gateway that could not start: the client (an editor launching the server) then shows why, instead of
     a bare "Connection closed"."""
-    async with stdio_pipes() as pipes:
-        stdin, stdout = pipes if pipes is not None else (None, None)
-        async with stdio_server(stdin, stdout) as (read_stream, write_stream), write_stream:  # type: ignore[arg-type]
+    async with stdio_pipes() as (lines, sink):
+        checked = CheckedLines(lines)
+        async with stdio_server(checked, sink) as (read_stream, write_stream), write_stream:  # type: ignore[arg-type]
+            checked.answer_through(write_stream)
             async for item in read_stream:
                 if isinstance(item, SessionMessage) and isinstance(item.message, mt.JSONRPCRequest):
-                    error = mt.ErrorData(code=mt.INTERNAL_ERROR, message=reason)
-                    answer = mt.JSONRPCError(jsonrpc=mt.JSONRPC_VERSION, id=item.message.id, error=error)
-                    await write_stream.send(SessionMessage(answer))
+                    await write_stream.send(SessionMessage(_rpc_error(item.message.id, mt.INTERNAL_ERROR, reason)))
 
 
 def http_app(

@@ -19,11 +19,11 @@ from pydantic import BaseModel, ValidationError
 
 from gateway.api.context import CallContext, Principal, Transport
 from gateway.api.errors import (
+    ConfigError,
     Forbidden,
     GatewayError,
     InternalError,
     NotFound,
-    PluginError,
     ToolError,
     ValidationFailed,
 )
@@ -139,6 +139,7 @@ class GatewayRuntime:
                     data_dir=data_dir / "interceptors" / ref.name,
                     provider=self.providers.get,
                     tools={name: (served.pack, served.tool) for name, served in self.tools.items()},
+                    packs={name: name in cfg.packs.enabled for name in registry.packs},
                 )
                 interceptor = reg.factory(context)
                 await interceptor.start()
@@ -157,9 +158,9 @@ class GatewayRuntime:
             full = prefix + tool.name
             if full in self.tools:
                 other = self.tools[full].pack
-                raise PluginError(
-                    f"tool name collision: {full!r} is offered by pack {other!r} and by pack {pack_name!r}; "
-                    f"disable one or set [packs.prefix] for one of them"
+                raise ConfigError(
+                    f"{self.loaded.source}: 'packs.enabled': tool name collision: {full!r} is offered by pack "
+                    f"{other!r} and by pack {pack_name!r}; disable one or set [packs.prefix] for one of them"
                 )
             encoder = json.JSONEncoder(indent=tool.text_indent, ensure_ascii=False)
             self.tools[full] = ServedTool(
@@ -168,7 +169,10 @@ class GatewayRuntime:
         for resource in pack.resources():
             if resource.uri in self.resources:
                 other = self.resources[resource.uri][0]
-                raise PluginError(f"resource {resource.uri!r} is offered by pack {other!r} and by pack {pack_name!r}")
+                raise ConfigError(
+                    f"{self.loaded.source}: 'packs.enabled': resource {resource.uri!r} is offered by pack {other!r} "
+                    f"and by pack {pack_name!r}; enable one of them"
+                )
             self.resources[resource.uri] = (pack_name, resource)
         for template in pack.resource_templates():
             self.templates.append((pack_name, template, _template_regex(template.uri_template)))

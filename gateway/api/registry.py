@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 
@@ -78,6 +78,9 @@ class InterceptorContext:
     provider: ProviderLookup
     tools: Mapping[str, tuple[str, Tool[Any, Any]]]
     """Every served tool by full name, with the name of the pack that offers it."""
+    packs: Mapping[str, bool] = field(default_factory=dict)
+    """Every installed tool pack by name: True when it is enabled (so a link can tell a pack that is off from a
+    name that exists nowhere)."""
 
 
 ProviderFactory = Callable[[ProviderContext], Any]

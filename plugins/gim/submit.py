@@ -299,7 +299,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
         merged=merged,
         contribution_type=contribution,
         message=(
-            "Issue submitted successfully and merged with existing master issue"
+            f"Issue submitted successfully and merged with existing master issue {master_id}"
             if merged
             else "Issue submitted successfully as a new master issue"
         ),
