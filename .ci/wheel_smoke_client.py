@@ -2,7 +2,9 @@
 it. Run by ``.ci/wheel_smoke`` with the Python of a fresh venv that holds only the built wheel (and what it
 declares); exits non-zero with the reason on any failure.
 
-    python wheel_smoke_client.py GATEWAY_EXECUTABLE
+    python wheel_smoke_client.py GATEWAY_COMMAND...     (e.g. /venv/bin/gateway, or uvx --from WHEEL gateway)
+
+``serve`` is appended to the command.
 """
 
 from __future__ import annotations
@@ -47,9 +49,9 @@ def body(result: Any, tool: str) -> dict[str, Any]:
     return result.structured_content
 
 
-async def main(gateway: str) -> None:
+async def main(gateway: list[str]) -> None:
     # The SDK hands a server only a few variables by default: pass ours (MCP_GATEWAY_DATA_DIR, HOME...) on.
-    params = StdioServerParameters(command=gateway, args=["serve"], env=dict(os.environ))
+    params = StdioServerParameters(command=gateway[0], args=[*gateway[1:], "serve"], env=dict(os.environ))
     async with Client(params, read_timeout_seconds=120) as client:
         tools = {tool.name for tool in (await client.list_tools()).tools}
         missing = {"gim_submit_issue", "gim_search_issues"} - tools
@@ -66,4 +68,4 @@ async def main(gateway: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1])
+    anyio.run(main, sys.argv[1:])
