@@ -52,6 +52,12 @@ class GimConfig(BaseModel):
     duplicate_threshold: float = Field(0.85, ge=0.0, le=1.0, description="baseline: combined-vector merge threshold.")
     dedup_error_threshold: float = Field(0.50, ge=0.0, le=1.0, description="hybrid: error evidence to merge.")
     dedup_resolution_threshold: float = Field(0.77, ge=0.0, le=1.0, description="hybrid: resolution similarity.")
+    dedup_require_agreement: bool = Field(
+        True,
+        description="hybrid: a merge also needs the submission's specific evidence (failure values, traced libraries, "
+        "packages and version directions of the cause and fix) not to contradict the master's "
+        "(see gateway_plugins.gim.agreement).",
+    )
     require_same_exception_type: bool = Field(
         False, description="hybrid: also require the exception types to agree (see gateway_plugins.gim.dedup)."
     )
