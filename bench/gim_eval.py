@@ -14,6 +14,12 @@ Strategies: ``hybrid`` (this pack), ``baseline`` (the public GIM algorithm: ``[p
 ``[plugins.gim]`` overrides for ablations (``hybrid:lexical_weight=0+environment_boost=0``).
 
     /work/venv/bin/python bench/gim_eval.py [--eval-dir /work/shared/eval] [--split dev] [--strategies hybrid,baseline]
+
+Our duplicate-decision set (``bench/data/gim_dedup``, calibration and held-out parts) runs the same way:
+``--eval-dir bench/data/gim_dedup --split calib|test --distractors /work/shared/eval/distractors_dev.jsonl``. Its
+clusters have a ``fix_paraphrase`` (submitted with the third duplicate report) and its hard-negative sides their own
+``fix`` (``--hard-negative-fix protocol`` ignores it, as the shared protocol would). Rates are printed with their 95 %
+Wilson interval; ``--details FILE`` writes one JSON line per duplicate and hard-negative submission.
 """
 
 from __future__ import annotations
