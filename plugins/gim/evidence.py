@@ -28,11 +28,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from gateway_plugins.gim.models import FixBundle
-from gateway_plugins.gim.signatures import normalise_error
+from gateway_plugins.gim.signatures import ErrorSignature, normalise_error
 
 __all__ = ["Facts", "FailureLine", "canonical_package", "extract_facts", "identifier_tokens"]
 
 UP, DOWN = "up", "down"
+_ERROR_CHARS = 4000
+"""How much of an error is read for failure lines and traced libraries."""
 
 _QUOTED = re.compile(r"'([^'\n]{1,120})'|\"([^\"\n]{1,120})\"")
 _PATHLIKE = re.compile(
@@ -96,7 +98,9 @@ _VERB_PACKAGE = re.compile(
     rf"\b(?P<verb>{_UP_WORDS}|{_DOWN_WORDS})\s+(?:to\s+|the\s+|an?\s+)*(?P<pkg>@?[A-Za-z][\w.\-/]*)", re.I
 )
 _PIN_BELOW = re.compile(r"\bpin\w*\s+(?:it\s+)?(?:to\s+)?(?P<pkg>@?[A-Za-z][\w.\-/]*?)\s*(?P<op><=?)\s*\d", re.I)
-_TOO = re.compile(r"(?P<pkg>@?[A-Za-z][\w.\-/]*)\s+(?:\S+\s+){0,2}?(?:is|was|are)\s+too\s+(?P<how>old|new)\b", re.I)
+_TOO = re.compile(
+    r"(?<![\w.\-/@])(?P<pkg>@?[A-Za-z][\w.\-/]*)\s+(?:\S+\s+){0,2}?(?:is|was|are)\s+too\s+(?P<how>old|new)\b", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -172,9 +176,9 @@ def canonical_package(name: str) -> str | None:
     return name
 
 
-def _failure_lines(error: str) -> tuple[FailureLine, ...]:
+def _failure_lines(signature: ErrorSignature) -> tuple[FailureLine, ...]:
     out = []
-    for line in normalise_error(error).key_lines:
+    for line in signature.key_lines:
         values: list[str] = []
 
         def slot(match: re.Match[str], values: list[str] = values) -> str:
@@ -190,12 +194,12 @@ def _failure_lines(error: str) -> tuple[FailureLine, ...]:
     return tuple(out)
 
 
-def _components(error: str) -> frozenset[str]:
+def _components(signature: ErrorSignature) -> frozenset[str]:
     """The libraries of the source files the error names: the first segment of each library-relative path (the
     normaliser keeps ``pandas/io/sql.py`` of a site-packages path, and only the file name of the user's files);
-    ``error`` may be raw or already normalised."""
+    the signature may come from a raw error or from an already normalised one."""
     out = set()
-    paths = [*normalise_error(error).components, *(m.group(0) for m in _SOURCE_PATH.finditer(error))]
+    paths = [*signature.components, *(m.group(0) for m in _SOURCE_PATH.finditer(signature.text))]
     for first in (path.split("/")[0] for path in paths if "/" in path):
         package = canonical_package(first)
         if package is not None:
@@ -282,6 +286,8 @@ def extract_facts(error: str, root_cause: str, fix: FixBundle | None, *, extra_t
     report *mentions* (other texts stored with it)."""
     subjects: set[str] = set()
     moves: list[tuple[str, str]] = []
+    # the failure lines come first in a normalised error; the cap bounds the work on pathological input
+    signature = normalise_error(error[:_ERROR_CHARS])
     prose = [root_cause]
     if fix is not None:
         for action in fix.env_actions:
@@ -314,8 +320,8 @@ def extract_facts(error: str, root_cause: str, fix: FixBundle | None, *, extra_t
     explained = identifier_tokens(prose_text + "\n" + fix_text)
     mentioned = explained | identifier_tokens(error) | set().union(*(identifier_tokens(t) for t in extra_text))
     return Facts(
-        failure_lines=_failure_lines(error),
-        components=_components(error),
+        failure_lines=_failure_lines(signature),
+        components=_components(signature),
         subjects=frozenset(subjects),
         directions={p: frozenset(d) for p, d in directions.items()},
         explained=frozenset(explained),

@@ -138,3 +138,13 @@ def test_identifier_tokens_split_dotted_and_underscored_names() -> None:
     assert {"torch", "six"} <= identifier_tokens("torch._six")
     assert "langchain_community" in identifier_tokens("langchain-community")
     assert "the" not in identifier_tokens("the module") and "np" not in identifier_tokens("np.float")
+
+
+def test_pathological_input_is_read_in_bounded_work() -> None:
+    """A 200 kB token of dots and dashes (quadratic for the error normaliser) and a 100 000-argument command: only
+    the error's first part is normalised, and every other pattern is anchored, so this finishes promptly."""
+    blob = "a.b-" * 50_000
+    big = fix(("upgrade", "pip install " + "six " * 100_000, blob))
+    facts = extract_facts(blob, blob + " is too old", big)
+    assert facts.failure_lines == () and facts.components == frozenset()
+    assert facts.subjects == {"six"} and facts.directions == {"six": {"up"}}
