@@ -21,7 +21,11 @@ from gateway.logs import configure_logging, make_log_redactor
 from gateway.plugin_manager import GatewayPlugins, create_plugin_manager
 from gateway.runtime import GatewayRuntime
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
+PACKAGED_CONFIG = Path(__file__).resolve().with_name("default_config.toml")
+"""An installed wheel's copy of the repository's ``config.toml`` (its build backend puts it there)."""
+SOURCE_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
+DEFAULT_CONFIG = PACKAGED_CONFIG if PACKAGED_CONFIG.is_file() else SOURCE_CONFIG
+"""The embedded default deployment: the wheel's copy, or in a source checkout the repository's own file."""
 
 ConfigSource = str | Path | dict[str, Any] | LoadedConfig
 

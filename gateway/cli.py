@@ -17,7 +17,7 @@ import structlog
 
 from gateway.api.errors import GatewayError
 from gateway.api.tools import Reindexable, ToolPack
-from gateway.app import DEFAULT_CONFIG, prepare, running_runtime
+from gateway.app import DEFAULT_CONFIG, prepare, read_config, running_runtime
 from gateway.config import LogLevel
 from gateway.logs import configure_logging
 from gateway.plugin_manager import create_plugin_manager
@@ -193,21 +193,36 @@ def serve(env: CliEnvironment, transport: str | None, host: str | None, port: in
 
     async def main() -> int | None:
         async with shutdown_signals() as shutdown:
-            async with env.running_runtime() as runtime:
-                kind = transport or runtime.loaded.config.transport.kind
-                if kind == "stdio":
-                    await shutdown.serve(lambda: mcp_adapter.serve_stdio(runtime))
-                else:
+            started = False
+            try:
+                async with env.running_runtime() as runtime:
+                    started = True
+                    kind = transport or runtime.loaded.config.transport.kind
+                    if kind == "stdio":
+                        await shutdown.serve(lambda: mcp_adapter.serve_stdio(runtime))
+                    else:
 
-                    def ready(bound: int, stop: Callable[[], None]) -> None:
-                        click.echo(
-                            f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True
+                        def ready(bound: int, stop: Callable[[], None]) -> None:
+                            click.echo(
+                                f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True
+                            )
+                            shutdown.stop_gracefully_with(stop)
+
+                        await shutdown.serve(
+                            lambda: http.serve_http(
+                                runtime, host=host, port=port, on_ready=ready, capture_signals=False
+                            )
                         )
-                        shutdown.stop_gracefully_with(stop)
-
-                    await shutdown.serve(
-                        lambda: http.serve_http(runtime, host=host, port=port, on_ready=ready, capture_signals=False)
-                    )
+            except Exception as exc:
+                if started or not _stdio_client_waits(env, transport):
+                    raise
+                # An MCP client launched us: tell it why, rather than leave it a bare "Connection closed".
+                detail = str(exc) if isinstance(exc, GatewayError) else f"{type(exc).__name__} (the log has details)"
+                log.error("gateway failed to start", error=detail, exc_info=not isinstance(exc, GatewayError))
+                click.echo(f"Error: the gateway could not start: {detail}", err=True)
+                await shutdown.serve(lambda: mcp_adapter.refuse_stdio(f"the gateway could not start: {detail}"))
+                if shutdown.received is None:
+                    raise SystemExit(1) from None
             if shutdown.received is not None:
                 log.info("stopped", signal=signal.Signals(shutdown.received).name)
             return shutdown.received
@@ -215,6 +230,17 @@ def serve(env: CliEnvironment, transport: str | None, host: str | None, port: in
     signum = _run(main)
     if signum is not None:
         exit_by(signum)
+
+
+def _stdio_client_waits(env: CliEnvironment, transport: str | None) -> bool:
+    """Whether an MCP client is on stdin (the stdio transport, and stdin is not a terminal)."""
+    kind = transport
+    if kind is None:
+        try:
+            kind = read_config(env.config_path).config.transport.kind
+        except Exception:
+            kind = "stdio"  # the default
+    return kind == "stdio" and not sys.stdin.isatty()
 
 
 @cli.command("plugins")

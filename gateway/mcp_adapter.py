@@ -231,6 +231,20 @@ def _rpc_error(rpc_id: str | int | None, code: int, message: str) -> mt.JSONRPCE
     return mt.JSONRPCError(jsonrpc="2.0", id=rpc_id, error=mt.ErrorData(code=code, message=message))
 
 
+async def refuse_stdio(reason: str) -> None:
+    """Answer every request on this process's stdin with an error saying ``reason``, until the client closes it.
+
+    For a gateway that could not start: the client (an editor launching the server) then shows why, instead of
+    a bare "Connection closed"."""
+    async with stdio_pipes() as (lines, sink):
+        checked = CheckedLines(lines)
+        async with stdio_server(checked, sink) as (read_stream, write_stream), write_stream:  # type: ignore[arg-type]
+            checked.answer_through(write_stream)
+            async for item in read_stream:
+                if isinstance(item, SessionMessage) and isinstance(item.message, mt.JSONRPCRequest):
+                    await write_stream.send(SessionMessage(_rpc_error(item.message.id, mt.INTERNAL_ERROR, reason)))
+
+
 def http_app(
     runtime: GatewayRuntime,
     *,
