@@ -7,13 +7,17 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
+import jwt
 import pytest
 from openapi_spec_validator import validate
 
-from tests.gateway.rest_sample import SCOPES, notes_config
+from gateway.testing import http_gateway
+from tests.gateway.rest_sample import PLUGINS, SCOPES, notes_config
 from tests.gateway.rest_support import Served, envelope, serve_notes
 
 KEYS = {
@@ -202,3 +206,30 @@ def test_schemathesis_finds_no_failure_on_the_live_server(tmp_path: Path) -> Non
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert "No issues found" in run.stdout
     assert re.search(r"Tested: 10\b", run.stdout), run.stdout[-2000:]
+
+
+def test_jwt_scopes_and_tenant_reach_the_routes(tmp_path: Path) -> None:
+    secret = "s" * 48
+    table = {"algorithms": ["HS256"], "secret": secret, "issuer": "https://idp.test/", "audience": "api"}
+    config = notes_config(tmp_path, auth="jwt", plugins={"auth": {"jwt": table}})
+
+    def token(scope: str, tenant: str) -> dict[str, str]:
+        claims = {"iss": "https://idp.test/", "aud": "api", "sub": "ada", "exp": int(time.time()) + 300}
+        signed = jwt.encode({**claims, "scope": scope, "tenant_id": tenant}, secret, algorithm="HS256")
+        return {"Authorization": f"Bearer {signed}"}
+
+    with http_gateway(config, extra_plugins=PLUGINS) as (base, _runtime):
+        url = f"{base}/api/v1/notes"
+        writer, reader, stranger = (
+            token("notes:read notes:write", "acme"),
+            token("notes:read", "acme"),
+            token("notes:read", "globex"),
+        )
+        created = httpx.post(url, json={"title": "jwt"}, headers=writer, timeout=30)
+        assert created.status_code == 201 and created.json()["author"] == "ada"
+        refused = httpx.post(url, json={"title": "no"}, headers=reader, timeout=30)
+        envelope(refused, 403, "AUTHORIZATION_ERROR")
+        assert 'error="insufficient_scope"' in refused.headers["WWW-Authenticate"]
+        assert httpx.get(url, headers=reader, timeout=30).json()["total"] == 1
+        assert httpx.get(url, headers=stranger, timeout=30).json()["total"] == 0  # another tenant's notes
+        envelope(httpx.get(url, headers={"Authorization": "Bearer x.y.z"}, timeout=30), 401, "AUTHENTICATION_ERROR")
