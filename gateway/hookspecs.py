@@ -1,9 +1,10 @@
 """Hook specifications of the gateway, in the manner of pytest's ``hookspec.py``.
 
 Every hook runs at start-up (or, for :func:`gateway_register_commands`, when the CLI is built); none runs per
-request. Per-request work is an async method on an object a hook registered (a tool handler, an interceptor,
-a provider). Plugins implement hooks with :data:`gateway.api.hookimpl` and are found through the
-``mcp_gateway`` entry-point group; a misspelled hook name fails loudly at start-up (``check_pending``).
+request. Per-request work is an async method on an object a hook registered (a tool handler, a REST route
+handler from :meth:`gateway.api.ToolPack.rest_routes`, an interceptor, a provider). Plugins implement hooks with
+:data:`gateway.api.hookimpl` and are found through the ``mcp_gateway`` entry-point group; a misspelled hook name
+fails loudly at start-up (``check_pending``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The public surface of the gateway: the only module a plugin imports from the host.
 
-Hook markers, the Tool/ToolPack types, the call context, errors, and the provider protocols (Embedder,
+Hook markers, the Tool/ToolPack types, REST routes, the call context, errors, and the provider protocols (Embedder,
 VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator).
 """
 
@@ -57,6 +57,7 @@ from gateway.api.registry import (
     ProviderRegistrar,
     Secret,
 )
+from gateway.api.rest import NoInput, RateTier, RestRoute, RestRouteSource
 from gateway.api.sanitizers import (
     FieldKind,
     Finding,
@@ -119,6 +120,7 @@ __all__ = [
     "JudgeRequest",
     "JudgeResult",
     "Migration",
+    "NoInput",
     "NotFound",
     "PackContext",
     "PackRegistrar",
@@ -133,6 +135,7 @@ __all__ = [
     "RateLimitExceeded",
     "RateLimitRule",
     "RateLimiter",
+    "RateTier",
     "ReindexProgress",
     "ReindexReport",
     "Reindexable",
@@ -140,6 +143,8 @@ __all__ = [
     "Resource",
     "ResourceContent",
     "ResourceTemplate",
+    "RestRoute",
+    "RestRouteSource",
     "ReviewComment",
     "ReviewFile",
     "ReviewScope",

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from gateway.api.context import CallContext
 from gateway.api.errors import ToolError
+from gateway.api.rest import RestRoute
 
 InT = TypeVar("InT", bound=BaseModel)
 OutT = TypeVar("OutT", bound=BaseModel)
@@ -89,7 +90,7 @@ class ToolPack:
     """Base class of a tool pack. Subclasses override :meth:`tools` and whatever else they offer.
 
     Lifecycle: the host builds the pack from its factory at start-up, awaits :meth:`start`, serves, and awaits
-    :meth:`stop` at shut-down. Per-request work happens in the tool handlers.
+    :meth:`stop` at shut-down. Per-request work happens in the tool, resource and REST route handlers.
     """
 
     name: str = "unnamed"
@@ -103,6 +104,11 @@ class ToolPack:
         return ()
 
     def resource_templates(self) -> Sequence[ResourceTemplate]:
+        return ()
+
+    def rest_routes(self) -> Sequence[RestRoute]:
+        """REST operations served under ``/api/v1`` over HTTP (see :class:`gateway.api.RestRoute`). Their handlers
+        call the same methods the tool handlers do, so MCP and REST share one implementation."""
         return ()
 
     async def start(self) -> None:
