@@ -1,0 +1,215 @@
+"""Ranking: lexical fields and dense similarity fused, then the structural signals a code engine has.
+
+Every stage can be switched off (:class:`RankingOptions`) so ``bench/context_eval.py --ablation`` can measure what
+each contributes. The stages, in order:
+
+1. **lexical**: BM25 over chunk content (identifier-aware tokens), normalised by the score an average chunk holding
+   every query term once would get.
+2. **names and paths** (structural): BM25 over the chunk's own name (the last part of its qualified symbol) and over
+   its file's stem and directories: a question about "redirects" prefers ``_send_handling_redirects``; one about
+   templates prefers ``templating.py``.
+3. **definitions** (structural): a chunk that *defines* an identifier the question names (``url_for``,
+   ``Blueprint.register``, ``res.sendFile``) is boosted.
+4. **messages**: a pasted error text is matched against the string literals of each candidate: the raise site
+   carries the message.
+5. **priors** (structural): tests, examples and docs are down-weighted unless the question asks about them; code is
+   what a behaviour question is about.
+6. **dense**: cosine similarity from the embedder chain, added with a weight.
+7. **graph**: the active file, and the files it imports or that import it, are boosted.
+
+Files are ranked by their best chunk, plus a small bonus for a second good chunk (a file that answers in several
+places is more likely the answer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from gateway_plugins.context.retrieval.graph import ImportGraph
+from gateway_plugins.context.retrieval.search_index import KIND_CLASS, KIND_MODULE, SearchIndex
+from gateway_plugins.context.tokens import query_identifiers, tokenize, words
+
+__all__ = ["RankedChunk", "Ranker", "RankingOptions"]
+
+_ASKS_TESTS = re.compile(r"\b(?:tests?|testing|pytest|unittest|spec|fixtures?)\b", re.I)
+_ASKS_DOCS = re.compile(r"\b(?:docs?|documentation|readme|changelog|tutorial|guide)\b", re.I)
+_ASKS_EXAMPLES = re.compile(r"\b(?:examples?|samples?|demo)\b", re.I)
+
+
+def _trigrams(text: str) -> set[tuple[str, ...]]:
+    tokens = [w.lower() for w in words(text)]
+    return {tuple(tokens[i : i + 3]) for i in range(len(tokens) - 2)}
+
+
+@dataclass(frozen=True)
+class RankingOptions:
+    """Weights and switches of the ranking stages (``[plugins.context.ranking]``)."""
+
+    structural: bool = True
+    name_weight: float = 0.6
+    path_weight: float = 0.35
+    definition_boost: float = 1.0
+    messages: bool = True
+    message_boost: float = 1.2
+    test_penalty: float = 0.35
+    asked_penalty: float = 0.8
+    """The penalty of tests/docs/examples when the question mentions them (they may be the answer, or not)."""
+    container_factor: float = 0.85
+    """Class chunks (header and docstring without the methods) and module code rank below the functions that do
+    the work a behaviour question asks about."""
+    module_factor: float = 0.8
+    example_penalty: float = 0.4
+    doc_penalty: float = 0.5
+    dense_weight: float = 0.3
+    graph: bool = True
+    active_file_boost: float = 0.6
+    neighbour_boost: float = 0.25
+    second_chunk_bonus: float = 0.15
+    candidates: int = 400
+
+
+@dataclass(frozen=True)
+class RankedChunk:
+    row: int
+    score: float
+
+
+def _normalised(scores: np.ndarray, field_ideal: float) -> np.ndarray:
+    if field_ideal <= 0:
+        return scores
+    return scores / field_ideal
+
+
+class Ranker:
+    """Ranks the chunks of a :class:`SearchIndex` for a question."""
+
+    def __init__(self, index: SearchIndex, options: RankingOptions | None = None) -> None:
+        self.index = index
+        self.options = options or RankingOptions()
+        self.graph = ImportGraph(index)
+
+    def query_terms(self, query: str) -> dict[str, float]:
+        return dict.fromkeys(tokenize(query, drop_stopwords=True), 1.0)
+
+    def rank(
+        self,
+        query: str,
+        *,
+        limit: int,
+        allowed: np.ndarray | None = None,
+        active_file: int | None = None,
+        dense: Mapping[int, float] | None = None,
+    ) -> list[RankedChunk]:
+        """The best ``limit`` chunks. ``allowed`` masks rows (filters, tenancy); ``active_file`` is a file row;
+        ``dense`` maps rows to cosine similarities."""
+        index, opts = self.index, self.options
+        n = index.size
+        if n == 0:
+            return []
+        terms = self.query_terms(query)
+        mask = index.alive if allowed is None else (index.alive & allowed)
+        ideal = sum(index.content.idf(t) for t in terms) or 1.0
+        score = _normalised(index.content.scores(terms, n), ideal)
+        if opts.structural:
+            name_ideal = sum(index.names.idf(t) for t in terms) or 1.0
+            score += opts.name_weight * _normalised(index.names.scores(terms, n), name_ideal)
+            path_ideal = sum(index.paths.idf(t) for t in terms) or 1.0
+            file_scores = _normalised(index.paths.scores(terms, len(index.files)), path_ideal)
+            score += opts.path_weight * file_scores[index.file_of]
+            for identifier in query_identifiers(query):
+                for row in index.rows_with_symbol(identifier):
+                    score[row] += opts.definition_boost
+        if dense:
+            rows = np.fromiter(dense.keys(), dtype=np.intp, count=len(dense))
+            sims = np.fromiter(dense.values(), dtype=np.float32, count=len(dense))
+            if len(sims):
+                floor = float(np.median(sims))
+                top = float(sims.max())
+                if top > floor:
+                    score[rows] += opts.dense_weight * np.clip((sims - floor) / (top - floor), 0.0, 1.0)
+        score = np.where(mask, score, 0.0)
+        if opts.messages:
+            self._message_boost(query, score)
+        if opts.structural:
+            self._priors(query, score)
+        if opts.graph and active_file is not None:
+            self._graph_boost(active_file, score)
+        return self._top(score, limit)
+
+    def _candidates(self, score: np.ndarray, k: int) -> np.ndarray:
+        k = min(k, len(score))
+        top = np.argpartition(-score, k - 1)[:k] if k < len(score) else np.arange(len(score))
+        return top[score[top] > 0]
+
+    def _message_boost(self, query: str, score: np.ndarray) -> None:
+        """Boost candidates holding a string literal the question quotes (the raise site of a pasted error).
+
+        A quote is a run of words in the same order: word trigrams of the literal found among the question's.
+        Paraphrases share words with help texts but not runs of them, so they are left alone."""
+        query_grams = _trigrams(query)
+        if not query_grams:
+            return
+        index = self.index
+        for row in self._candidates(score, self.options.candidates):
+            best = 0.0
+            for literal in index.chunks[row].strings:
+                grams = _trigrams(literal)
+                if not grams:
+                    continue
+                matched = len(grams & query_grams)
+                if matched >= 2:
+                    best = max(best, matched / len(grams))
+            if best >= 0.3:
+                score[row] += self.options.message_boost * best
+
+    def _priors(self, query: str, score: np.ndarray) -> None:
+        opts = self.options
+        factors = {
+            "test": opts.asked_penalty if _ASKS_TESTS.search(query) else opts.test_penalty,
+            "example": opts.asked_penalty if _ASKS_EXAMPLES.search(query) else opts.example_penalty,
+            "doc": opts.asked_penalty if _ASKS_DOCS.search(query) else opts.doc_penalty,
+        }
+        kinds = self.index.kind_codes
+        score[kinds == KIND_CLASS] *= opts.container_factor
+        score[kinds == KIND_MODULE] *= opts.module_factor
+        for file_row, entry in enumerate(self.index.files):
+            if not entry.alive:
+                continue
+            factor = 1.0
+            if entry.is_test:
+                factor *= factors["test"]
+            if entry.is_example:
+                factor *= factors["example"]
+            if entry.is_doc:
+                factor *= factors["doc"]
+            if factor != 1.0:
+                rows = entry.rows
+                score[rows] *= factor
+
+    def _graph_boost(self, active_file: int, score: np.ndarray) -> None:
+        opts = self.options
+        imports, importers = self.graph.neighbours(active_file)
+        rows = self.index.files[active_file].rows
+        score[rows] *= 1.0 + opts.active_file_boost
+        for neighbour in imports | importers:
+            score[self.index.files[neighbour].rows] *= 1.0 + opts.neighbour_boost
+
+    def _top(self, score: np.ndarray, limit: int) -> list[RankedChunk]:
+        candidates = self._candidates(score, max(limit * 4, 50))
+        if not len(candidates):
+            return []
+        final = {int(row): float(score[row]) for row in candidates}
+        bonus = self.options.second_chunk_bonus
+        if bonus:
+            by_file: dict[int, list[int]] = {}
+            for row in sorted(final, key=lambda r: -final[r]):
+                by_file.setdefault(int(self.index.file_of[row]), []).append(row)
+            for rows in by_file.values():
+                if len(rows) > 1:
+                    final[rows[0]] += bonus * final[rows[1]]
+        ordered = sorted(final, key=lambda r: -final[r])[:limit]
+        return [RankedChunk(row, final[row]) for row in ordered]

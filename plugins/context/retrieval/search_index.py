@@ -1,0 +1,186 @@
+"""The in-memory search index of the pack: chunk rows, their lexical fields, and per-file facts.
+
+Rebuilt at start-up from the relational store (the store is the truth; this is derived), then kept current as files
+are indexed or removed, by this process or, through the chunk sequence, by another. Rows are append-only: a new
+version of a file gets new rows and its old rows become tombstones, so the arrays never shift under a search.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+import numpy as np
+
+from gateway_plugins.context.retrieval.lexical import BM25Field
+from gateway_plugins.context.tokens import identifier_parts, stem, tokenize
+
+__all__ = ["KIND_CLASS", "KIND_MODULE", "ChunkEntry", "FileEntry", "SearchIndex"]
+
+KIND_OTHER, KIND_CLASS, KIND_MODULE = 0, 1, 2
+_KIND_CODES = {"class": KIND_CLASS, "module": KIND_MODULE}
+
+_TEST_PATH = re.compile(
+    r"(?:^|/)(?:tests?|__tests__|spec|specs|testing)/|(?:^|/)(?:test_[^/]*|[^/]*_test\.\w+|[^/]*\.(?:test|spec)\.\w+|conftest\.py|[^/]*Tests?\.java)$"
+)
+_EXAMPLE_PATH = re.compile(r"(?:^|/)(?:examples?|samples?|demos?|benchmarks?|bench|docs?_src)/")
+_DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
+
+
+@dataclass(frozen=True)
+class ChunkEntry:
+    """What a search needs of one chunk, besides its text (fetched from the store for the results only)."""
+
+    id: str
+    file_row: int
+    kind: str
+    symbol: str | None
+    start_line: int
+    end_line: int
+    strings: tuple[str, ...] = ()
+
+
+@dataclass
+class FileEntry:
+    file_id: str
+    connector_id: str
+    path: str
+    language: str
+    last_modified: float
+    imports: tuple[str, ...]
+    rows: list[int] = field(default_factory=list)
+    alive: bool = True
+
+    @property
+    def is_test(self) -> bool:
+        return _TEST_PATH.search(self.path) is not None
+
+    @property
+    def is_example(self) -> bool:
+        return _EXAMPLE_PATH.search(self.path) is not None
+
+    @property
+    def is_doc(self) -> bool:
+        return self.language in _DOC_LANGUAGES
+
+
+def symbol_tokens(symbol: str | None) -> list[str]:
+    """Tokens of a qualified name's last component (``Client._send_handling_redirects`` -> send, handl,
+    redirect, and the whole name), the part that says what the definition does."""
+    if not symbol:
+        return []
+    last = re.split(r"[.:#\[\]]+", symbol.strip("[]"))
+    last = [part for part in last if part and part not in ("prototype", "exports", "method")]
+    if not last:
+        return []
+    return tokenize(last[-1])
+
+
+def path_tokens(path: str) -> list[str]:
+    """Tokens of a path's file stem and its directory names (extension and ``src`` left out)."""
+    pure = PurePosixPath(path)
+    parts = [pure.stem, *pure.parent.parts[-2:]]
+    out: list[str] = []
+    for part in parts:
+        if part in ("src", "lib", ".", ""):
+            continue
+        out.extend(tokenize(part))
+    return out
+
+
+class SearchIndex:
+    """Chunks and files of every connector of one deployment, with three BM25 fields."""
+
+    def __init__(self) -> None:
+        self.chunks: list[ChunkEntry] = []
+        self.alive = np.zeros(0, dtype=bool)
+        self.file_of = np.zeros(0, dtype=np.int32)
+        self.kind_codes = np.zeros(0, dtype=np.int8)
+        self.files: list[FileEntry] = []
+        self.file_by_id: dict[str, int] = {}
+        self.file_by_path: dict[tuple[str, str], int] = {}
+        self.row_by_chunk: dict[str, int] = {}
+        self.content = BM25Field()
+        self.names = BM25Field(b=0.3)
+        self.paths = BM25Field(b=0.3)
+        self.symbols: dict[str, list[int]] = {}
+        """Exact qualified name -> rows; also the last component, lower-cased, with a ``~`` prefix."""
+        self.last_seq = 0
+        self.version = 0
+
+    def __len__(self) -> int:
+        return int(self.alive.sum())
+
+    @property
+    def size(self) -> int:
+        return len(self.chunks)
+
+    def _grow(self, extra: int) -> None:
+        self.alive = np.concatenate([self.alive, np.zeros(extra, dtype=bool)])
+        self.file_of = np.concatenate([self.file_of, np.zeros(extra, dtype=np.int32)])
+        self.kind_codes = np.concatenate([self.kind_codes, np.zeros(extra, dtype=np.int8)])
+
+    def add_file(self, entry: FileEntry, chunks: Sequence[tuple[ChunkEntry, Sequence[str]]]) -> None:
+        """Index one file with its chunks and their content tokens (a file already present is replaced)."""
+        if entry.file_id in self.file_by_id:
+            self.remove_file(entry.file_id)
+        file_row = len(self.files)
+        self.files.append(entry)
+        self.file_by_id[entry.file_id] = file_row
+        self.file_by_path[(entry.connector_id, entry.path)] = file_row
+        self.paths.add(file_row, path_tokens(entry.path))
+        start = len(self.chunks)
+        self._grow(len(chunks))
+        for offset, (chunk, tokens) in enumerate(chunks):
+            row = start + offset
+            chunk = ChunkEntry(chunk.id, file_row, chunk.kind, chunk.symbol, chunk.start_line, chunk.end_line,
+                               chunk.strings)
+            self.chunks.append(chunk)
+            self.row_by_chunk[chunk.id] = row
+            self.alive[row] = True
+            self.file_of[row] = file_row
+            self.kind_codes[row] = _KIND_CODES.get(chunk.kind, KIND_OTHER)
+            entry.rows.append(row)
+            self.content.add(row, tokens)
+            names = symbol_tokens(chunk.symbol)
+            self.names.add(row, names)
+            if chunk.symbol:
+                self.symbols.setdefault(chunk.symbol, []).append(row)
+                last = re.split(r"[.:#]+", chunk.symbol)[-1].lower()
+                self.symbols.setdefault("~" + last, []).append(row)
+        self.version += 1
+
+    def remove_file(self, file_id: str) -> None:
+        file_row = self.file_by_id.pop(file_id, None)
+        if file_row is None:
+            return
+        entry = self.files[file_row]
+        entry.alive = False
+        if self.file_by_path.get((entry.connector_id, entry.path)) == file_row:
+            del self.file_by_path[(entry.connector_id, entry.path)]
+        self.paths.remove(file_row)
+        for row in entry.rows:
+            self.alive[row] = False
+            self.content.remove(row)
+            self.names.remove(row)
+            self.row_by_chunk.pop(self.chunks[row].id, None)
+        self.version += 1
+
+    def remove_connector(self, connector_id: str) -> None:
+        for file_id in [f.file_id for f in self.files if f.alive and f.connector_id == connector_id]:
+            self.remove_file(file_id)
+
+    def rows_with_symbol(self, name: str) -> list[int]:
+        """Live rows defining ``name`` (exact qualified name, or its last component when no exact match)."""
+        rows = self.symbols.get(name) or self.symbols.get("~" + re.split(r"[.:#]+", name)[-1].lower(), [])
+        return [row for row in rows if self.alive[row]]
+
+    def live_files(self, connector_ids: Iterable[str] | None = None) -> list[FileEntry]:
+        wanted = set(connector_ids) if connector_ids is not None else None
+        return [f for f in self.files if f.alive and (wanted is None or f.connector_id in wanted)]
+
+
+def stemmed_parts(identifier: str) -> list[str]:
+    return [stem(part) for part in identifier_parts(identifier)]
