@@ -95,7 +95,6 @@ def table(rows: Iterable[tuple[Mapping[str, Any], Mapping[str, float]]], title: 
         group = groups[key]
         means = {m: sum(s[m] for s in group) / len(group) for m in ("r1", "r5", "mrr", "sym")}
         name = f"**{key}**" if key == "all" else key
-        out.append(
-            f"| {name} | {len(group)} | {means['r1']:.3f} | {means['r5']:.3f} | {means['mrr']:.3f} | {means['sym']:.3f} |"
-        )
+        cells = " | ".join(f"{means[m]:.3f}" for m in ("r1", "r5", "mrr", "sym"))
+        out.append(f"| {name} | {len(group)} | {cells} |")
     return "\n".join(out)

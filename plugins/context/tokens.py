@@ -25,8 +25,7 @@ STOPWORDS = frozenset(
     how i if in into is it its it's just me my no not of off on once only or other our out over own same should so
     some such than that the their them then there these they this those through to too under until up very was we
     were what when where which while who whom why will with would you your yours here happens happen instead even
-    still end ends way"""
-    .split()
+    still end ends way""".split()
 )
 """English words that carry no meaning in a code-search question (dropped from queries, not from documents)."""
 

@@ -26,8 +26,15 @@ _STRING_TYPES = frozenset(
 _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 
 _IMPORTS = {
-    "python": (re.compile(r"^\s*from\s+([.\w]+)\s+import\s+\(?([\w\s,]+)", re.M), re.compile(r"^\s*import\s+([\w.]+)", re.M)),
-    "javascript": (re.compile(r"""require\(\s*['"]([^'"]+)['"]\s*\)|\bfrom\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]""", re.M),),
+    "python": (
+        re.compile(r"^\s*from\s+([.\w]+)\s+import\s+\(?([\w\s,]+)", re.M),
+        re.compile(r"^\s*import\s+([\w.]+)", re.M),
+    ),
+    "javascript": (
+        re.compile(
+            r"""require\(\s*['"]([^'"]+)['"]\s*\)|\bfrom\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]""", re.M
+        ),
+    ),
     "go": (re.compile(r'^\s*(?:import\s+)?(?:\w+\s+)?"([\w./-]+)"\s*$', re.M),),
     "java": (re.compile(r"^\s*import\s+(?:static\s+)?([\w.]+)", re.M),),
     "rust": (re.compile(r"^\s*(?:pub\s+)?use\s+([\w:]+)", re.M), re.compile(r"^\s*(?:pub\s+)?mod\s+(\w+)\s*;", re.M)),

@@ -37,8 +37,17 @@ def _text(node: Node | None, source: bytes) -> str:
 
 
 _BLOCKS = frozenset(
-    {"if_statement", "try_statement", "with_statement", "else_clause", "elif_clause", "except_clause", "block",
-     "finally_clause", "statement_block", "else_clause"}
+    {
+        "if_statement",
+        "try_statement",
+        "with_statement",
+        "else_clause",
+        "elif_clause",
+        "except_clause",
+        "block",
+        "finally_clause",
+        "statement_block",
+    }
 )
 
 
@@ -50,12 +59,16 @@ class Definitions:
         self.walk(root, source, "", 0, out, in_class=False)
         return out
 
-    def walk(self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool) -> None:
+    def walk(
+        self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool
+    ) -> None:
         raise NotImplementedError
 
 
 class PythonDefinitions(Definitions):
-    def walk(self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool) -> None:
+    def walk(
+        self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool
+    ) -> None:
         for child in node.named_children:
             target = child.child_by_field_name("definition") if child.type == "decorated_definition" else child
             if target is None:
@@ -77,15 +90,23 @@ _JS_FUNCTIONS = frozenset(
     {"function_expression", "function", "arrow_function", "generator_function", "generator_function_expression"}
 )
 _JS_CLASS_LIKE = frozenset(
-    {"class_declaration", "abstract_class_declaration", "class", "interface_declaration", "enum_declaration",
-     "type_alias_declaration"}
+    {
+        "class_declaration",
+        "abstract_class_declaration",
+        "class",
+        "interface_declaration",
+        "enum_declaration",
+        "type_alias_declaration",
+    }
 )
 
 
 class JavaScriptDefinitions(Definitions):
     """JavaScript and TypeScript (the TypeScript grammars extend the JavaScript one)."""
 
-    def walk(self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool) -> None:
+    def walk(
+        self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool
+    ) -> None:
         for child in node.named_children:
             kind = child.type
             if kind in ("function_declaration", "generator_function_declaration"):
@@ -166,7 +187,9 @@ class JavaScriptDefinitions(Definitions):
 
 
 class GoDefinitions(Definitions):
-    def walk(self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool) -> None:
+    def walk(
+        self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool
+    ) -> None:
         for child in node.named_children:
             if child.type == "function_declaration":
                 out.append(Definition(child, "function", _text(child.child_by_field_name("name"), source), depth))
@@ -185,11 +208,18 @@ class GoDefinitions(Definitions):
 
 class JavaDefinitions(Definitions):
     _CONTAINERS = frozenset(
-        {"class_declaration", "interface_declaration", "enum_declaration", "record_declaration",
-         "annotation_type_declaration"}
+        {
+            "class_declaration",
+            "interface_declaration",
+            "enum_declaration",
+            "record_declaration",
+            "annotation_type_declaration",
+        }
     )
 
-    def walk(self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool) -> None:
+    def walk(
+        self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool
+    ) -> None:
         for child in node.named_children:
             if child.type in self._CONTAINERS:
                 symbol = prefix + _text(child.child_by_field_name("name"), source)
@@ -205,7 +235,9 @@ class JavaDefinitions(Definitions):
 
 
 class RustDefinitions(Definitions):
-    def walk(self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool) -> None:
+    def walk(
+        self, node: Node, source: bytes, prefix: str, depth: int, out: list[Definition], *, in_class: bool
+    ) -> None:
         for child in node.named_children:
             kind = child.type
             if kind in ("function_item", "function_signature_item"):

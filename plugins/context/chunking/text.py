@@ -26,9 +26,7 @@ def _sections(lines: list[str], starts: list[int], language: str, kind: str) -> 
             if not any(line.strip() for line in body):
                 continue
             heading = lines[start].strip().lstrip("#").strip() if start < len(lines) else ""
-            chunks.append(
-                Chunk(kind, heading[:200] or None, window + 1, stop, "\n".join(body), language)
-            )
+            chunks.append(Chunk(kind, heading[:200] or None, window + 1, stop, "\n".join(body), language))
     return chunks
 
 
@@ -48,7 +46,9 @@ def chunk_rst(text: str) -> list[Chunk]:
     starts = [
         number - 1
         for number in range(1, len(lines))
-        if _RST_UNDERLINE.match(lines[number]) and lines[number - 1].strip() and not _RST_UNDERLINE.match(lines[number - 1])
+        if _RST_UNDERLINE.match(lines[number])
+        and lines[number - 1].strip()
+        and not _RST_UNDERLINE.match(lines[number - 1])
     ]
     return _sections(lines, starts, "rst", "doc")
 

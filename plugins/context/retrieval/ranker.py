@@ -176,19 +176,11 @@ class Ranker:
         kinds = self.index.kind_codes
         score[kinds == KIND_CLASS] *= opts.container_factor
         score[kinds == KIND_MODULE] *= opts.module_factor
-        for file_row, entry in enumerate(self.index.files):
-            if not entry.alive:
-                continue
-            factor = 1.0
-            if entry.is_test:
-                factor *= factors["test"]
-            if entry.is_example:
-                factor *= factors["example"]
-            if entry.is_doc:
-                factor *= factors["doc"]
-            if factor != 1.0:
-                rows = entry.rows
-                score[rows] *= factor
+        arrays = self.index.file_arrays()
+        per_file = np.ones(len(arrays["alive"]), dtype=np.float32)
+        for flag in ("test", "example", "doc"):
+            per_file[arrays[flag]] *= factors[flag]
+        score *= per_file[self.index.file_of]
 
     def _graph_boost(self, active_file: int, score: np.ndarray) -> None:
         opts = self.options

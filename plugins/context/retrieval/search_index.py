@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -50,8 +51,13 @@ class FileEntry:
     language: str
     last_modified: float
     imports: tuple[str, ...]
+    source_type: str = "file"
     rows: list[int] = field(default_factory=list)
     alive: bool = True
+
+    @property
+    def last_modified_at(self) -> datetime:
+        return datetime.fromtimestamp(self.last_modified, UTC)
 
     @property
     def is_test(self) -> bool:
@@ -107,8 +113,10 @@ class SearchIndex:
         self.paths = BM25Field(b=0.3)
         self.symbols: dict[str, list[int]] = {}
         """Exact qualified name -> rows; also the last component, lower-cased, with a ``~`` prefix."""
-        self.last_seq = 0
         self.version = 0
+        self._file_arrays: dict[str, np.ndarray] = {}
+        self._file_arrays_version = -1
+        self._connector_codes: dict[str, int] = {}
 
     def __len__(self) -> int:
         return int(self.alive.sum())
@@ -135,8 +143,9 @@ class SearchIndex:
         self._grow(len(chunks))
         for offset, (chunk, tokens) in enumerate(chunks):
             row = start + offset
-            chunk = ChunkEntry(chunk.id, file_row, chunk.kind, chunk.symbol, chunk.start_line, chunk.end_line,
-                               chunk.strings)
+            chunk = ChunkEntry(
+                chunk.id, file_row, chunk.kind, chunk.symbol, chunk.start_line, chunk.end_line, chunk.strings
+            )
             self.chunks.append(chunk)
             self.row_by_chunk[chunk.id] = row
             self.alive[row] = True
@@ -176,6 +185,45 @@ class SearchIndex:
         """Live rows defining ``name`` (exact qualified name, or its last component when no exact match)."""
         rows = self.symbols.get(name) or self.symbols.get("~" + re.split(r"[.:#]+", name)[-1].lower(), [])
         return [row for row in rows if self.alive[row]]
+
+    def file_arrays(self) -> dict[str, np.ndarray]:
+        """Per-file arrays (alive, test, example, doc, last_modified), rebuilt when the index changed."""
+        if self._file_arrays_version != self.version:
+            files = self.files
+            self._file_arrays = {
+                "alive": np.array([f.alive for f in files], dtype=bool),
+                "test": np.array([f.is_test for f in files], dtype=bool),
+                "example": np.array([f.is_example for f in files], dtype=bool),
+                "doc": np.array([f.is_doc for f in files], dtype=bool),
+                "modified": np.array([f.last_modified for f in files], dtype=np.float64),
+            }
+            self._connector_codes = {}
+            self._file_arrays_version = self.version
+        return self._file_arrays
+
+    def row_mask(
+        self,
+        connector_ids: Iterable[str],
+        *,
+        source_types: Iterable[str] | None = None,
+        modified_from: float | None = None,
+        modified_to: float | None = None,
+    ) -> np.ndarray:
+        """Rows whose file belongs to one of ``connector_ids`` and passes the filters."""
+        arrays = self.file_arrays()
+        wanted = set(connector_ids)
+        types = set(source_types) if source_types is not None else None
+        keep = np.array(
+            [f.alive and f.connector_id in wanted and (types is None or f.source_type in types) for f in self.files],
+            dtype=bool,
+        )
+        if modified_from is not None:
+            keep &= arrays["modified"] >= modified_from
+        if modified_to is not None:
+            keep &= arrays["modified"] <= modified_to
+        if not len(keep):
+            return np.zeros(self.size, dtype=bool)
+        return keep[self.file_of] & self.alive
 
     def live_files(self, connector_ids: Iterable[str] | None = None) -> list[FileEntry]:
         wanted = set(connector_ids) if connector_ids is not None else None
