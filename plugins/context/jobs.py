@@ -74,7 +74,8 @@ class JobRunner:
         self._tasks: dict[str, tuple[asyncio.Task[None], JobHandle]] = {}
 
     async def expire_stale(self, tenant: str) -> None:
-        before = datetime.now(UTC) - timedelta(seconds=max(5.0, 5 * self.heartbeat_seconds))
+        """Mark jobs whose process died (no heartbeat for a while) as interrupted."""
+        before = datetime.now(UTC) - timedelta(seconds=max(10.0, 10 * self.heartbeat_seconds))
         await self.repo.fail_stale_jobs(self.store, tenant, before)
 
     async def active(self, tenant: str) -> dict[str, Any] | None:
@@ -115,8 +116,18 @@ class JobRunner:
         self._tasks[job_id] = (task, handle)
         return row
 
+    async def _heartbeat(self, job_id: str) -> None:
+        """Beat while the job's task lives, whatever it is waiting for (a model load, a slow embedder)."""
+        while True:
+            await asyncio.sleep(self.heartbeat_seconds)
+            try:
+                await self.repo.update_job(self.store, job_id, {"heartbeat_at": datetime.now(UTC)})
+            except Exception:
+                log.warning("context.job.heartbeat_failed", job=job_id)
+
     async def _run(self, handle: JobHandle, body: JobBody) -> None:
         status, error = "completed", None
+        beat = asyncio.create_task(self._heartbeat(handle.id))
         try:
             await body(handle)
             if handle.stop_requested:
@@ -128,6 +139,7 @@ class JobRunner:
             log.exception("context.job.failed", job=handle.id)
             status, error = "failed", f"{type(exc).__name__}: {exc}"
         finally:
+            beat.cancel()
             self._tasks.pop(handle.id, None)
             try:
                 await asyncio.shield(self._finish(handle, status, error))
