@@ -10,6 +10,8 @@ runs again: files finished before the crash are unchanged and skipped, so nothin
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -71,12 +73,34 @@ class JobRunner:
         self.store = store
         self.repo = repo
         self.heartbeat_seconds = heartbeat_seconds
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._tasks: dict[str, tuple[asyncio.Task[None], JobHandle]] = {}
 
+    def _dead(self, owner: str) -> bool:
+        """Whether the process that owns a job is gone (known only for this host's processes)."""
+        host, _, rest = owner.partition(":")
+        pid_text, _, run = rest.partition(":")
+        if host != socket.gethostname() or not pid_text.isdigit():
+            return False
+        pid = int(pid_text)
+        if pid == os.getpid():  # this runner's own job without a task is dead; another runner's here is unknown
+            return run == self.owner.rsplit(":", 1)[-1]
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
     async def expire_stale(self, tenant: str) -> None:
-        """Mark jobs whose process died (no heartbeat for a while) as interrupted."""
+        """Mark jobs whose process died as interrupted: at once for a process of this host that no longer runs,
+        after a silent heartbeat for one elsewhere."""
         before = datetime.now(UTC) - timedelta(seconds=max(10.0, 10 * self.heartbeat_seconds))
         await self.repo.fail_stale_jobs(self.store, tenant, before)
+        for row in await self.repo.jobs_of(self.store, tenant, ACTIVE, limit=10):
+            if row["id"] not in self._tasks and self._dead(row["owner"]):
+                await self.repo.update_job(self.store, row["id"], {"status": "interrupted"})
 
     async def active(self, tenant: str) -> dict[str, Any] | None:
         await self.expire_stale(tenant)
@@ -107,6 +131,7 @@ class JobRunner:
             "started_at": now,
             "finished_at": None,
             "heartbeat_at": now,
+            "owner": self.owner,
             "stop_requested": False,
             "error": None,
         }

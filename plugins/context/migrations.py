@@ -8,7 +8,8 @@
   literals (the in-memory search index is rebuilt from these rows).
 * ``ctx_removals``: file versions removed (deleted files, replaced versions, removed connectors), in the same change
   sequence, so another process's index drops them too.
-* ``ctx_jobs``: index jobs with their progress; a running job's ``heartbeat_at`` tells a crashed one from a live one.
+* ``ctx_jobs``: index jobs with their progress; ``owner`` (host, pid, run) and ``heartbeat_at`` tell a crashed job
+  from a live one.
 * ``ctx_state``: the change sequence.
 """
 
@@ -83,6 +84,7 @@ CREATE TABLE ctx_jobs (
     started_at TIMESTAMPTZ NOT NULL,
     finished_at TIMESTAMPTZ,
     heartbeat_at TIMESTAMPTZ NOT NULL,
+    owner VARCHAR(200) NOT NULL,
     stop_requested BOOLEAN NOT NULL DEFAULT FALSE,
     error TEXT
 );

@@ -28,7 +28,7 @@ _FILE_COLUMNS = (
 _CHUNK_COLUMNS = "id, file_id, ordinal, kind, symbol, start_line, end_line, content, tokens, strings"
 _JOB_COLUMNS = (
     "id, tenant, kind, status, connectors, completed, total, current_connector, documents_processed, started_at, "
-    "finished_at, heartbeat_at, stop_requested, error"
+    "finished_at, heartbeat_at, owner, stop_requested, error"
 )
 
 
@@ -202,7 +202,7 @@ class Repository:
     async def insert_job(self, db: Db, row: Mapping[str, Any]) -> None:
         await db.execute(
             f"INSERT INTO ctx_jobs ({_JOB_COLUMNS}) VALUES (:id, :tenant, :kind, :status, :connectors, :completed, "
-            ":total, :current_connector, :documents_processed, :started_at, :finished_at, :heartbeat_at, "
+            ":total, :current_connector, :documents_processed, :started_at, :finished_at, :heartbeat_at, :owner, "
             ":stop_requested, :error)",
             row,
         )

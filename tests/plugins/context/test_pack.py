@@ -1,0 +1,121 @@
+"""The pack through the MCP SDK client (in-process): the full loop, incremental indexing, bad input, filters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.testing import running_gateway
+from tests.plugins.context.loop import full_loop
+from tests.plugins.context.support import (
+    add_file_connector,
+    call,
+    call_error,
+    context_config,
+    index_and_wait,
+)
+
+pytestmark = [pytest.mark.anyio]
+
+
+async def test_full_loop_in_process_with_dense_retrieval(repo: Path, embed_data_dir: Path) -> None:
+    async with running_gateway(context_config(embed=True), embed_data_dir) as client:
+        await full_loop(client, repo)
+
+
+async def test_incremental_reindex_touches_only_changed_files_and_drops_deleted(repo: Path, data_dir: Path) -> None:
+    async with running_gateway(context_config(), data_dir) as client:
+        await add_file_connector(client, repo)
+        await index_and_wait(client)
+        service = client.runtime.packs["context"].service
+        before = {r["path"]: r["id"] for r in await service.store.fetch_all("SELECT id, path FROM ctx_files")}
+        (repo / "shop" / "money.py").write_text("def round_cents(amount):\n    return round(amount, 3)\n")
+        (repo / "web" / "routes.js").unlink()
+        await index_and_wait(client)
+        after = {r["path"]: r["id"] for r in await service.store.fetch_all("SELECT id, path FROM ctx_files")}
+        assert "web/routes.js" not in after
+        assert after["shop/money.py"] != before["shop/money.py"]  # re-chunked
+        assert all(after[p] == before[p] for p in after if p != "shop/money.py")  # untouched
+        hits = await call(client, "context.search", {"query": "render the checkout page"})
+        assert all(r["metadata"]["path"] != "web/routes.js" for r in hits["results"])
+
+
+async def test_bad_input_gets_a_structured_error_naming_the_field(repo: Path, data_dir: Path, tmp_path: Path) -> None:
+    async with running_gateway(context_config(), data_dir) as client:
+        for top_k in (0, 500):
+            error = await call_error(client, "context.search", {"query": "x", "top_k": top_k})
+            assert error["code"] == "validation_error" and error["details"]["errors"][0]["field"] == "top_k"
+        error = await call_error(client, "context.index_control", {"action": "rebuild"})
+        assert error["details"]["errors"][0]["field"] == "action"
+        error = await call_error(client, "context.index_control", {"action": "stop"})
+        assert error["code"] == "not_found" and error["details"]["field"] == "action"
+        error = await call_error(client, "context.connector_management", {"action": "remove", "connector_id": "nope"})
+        assert error["code"] == "not_found" and error["details"]["field"] == "connector_id"
+        error = await call_error(client, "context.index_control", {"action": "start", "connectors": ["nope"]})
+        assert error["code"] == "not_found" and error["details"]["field"] == "connectors"
+        for root, words in ((tmp_path / "missing", "does not exist"), (repo / "README.md", "not a directory")):
+            error = await call_error(client, "context.connector_management",
+                                     {"action": "add", "connector_config": {"type": "file", "name": "x",
+                                                                            "root": str(root)}})
+            assert error["details"]["errors"][0]["field"] == "connector_config.root"
+            assert words in error["message"]
+        error = await call_error(client, "context.connector_management",
+                                 {"action": "add", "connector_config": {"type": "ftp", "name": "x"}})
+        assert error["details"]["errors"][0]["field"] == "connector_config.type"
+        await add_file_connector(client, repo)
+        await index_and_wait(client)
+        error = await call_error(client, "context.search",
+                                 {"query": "x", "work_context": {"active_file": "../../etc/passwd"}})
+        assert error["details"]["errors"][0]["field"] == "work_context.active_file"
+        error = await call_error(client, "context.get_related_info", {"file_path": "../secret"})
+        assert error["details"]["errors"][0]["field"] == "file_path"
+        error = await call_error(client, "context.get_related_info", {"file_path": "no/such.py"})
+        assert error["code"] == "not_found" and error["details"]["field"] == "file_path"
+
+
+async def test_filters_and_active_file(repo: Path, data_dir: Path) -> None:
+    async with running_gateway(context_config(), data_dir) as client:
+        await add_file_connector(client, repo)
+        await index_and_wait(client)
+        none = await call(client, "context.search", {"query": "card", "filters": {"source_types": ["slack"]}})
+        assert none["results"] == []
+        future = await call(client, "context.search",
+                            {"query": "card", "filters": {"date_range": {"from": "2999-01-01T00:00:00Z"}}})
+        assert future["results"] == []
+        error = await call_error(client, "context.search", {"query": "card", "filters": {"date_range": {
+            "from": "2025-02-01T00:00:00Z", "to": "2025-01-01T00:00:00Z"}}})
+        assert error["details"]["errors"][0]["field"] == "filters.date_range"
+        plain = await call(client, "context.search", {"query": "round the amount", "top_k": 10})
+        focused = await call(client, "context.search",
+                             {"query": "round the amount", "top_k": 10, "work_context": {"active_file": "shop/money.py"}})
+        assert focused["results"][0]["metadata"]["path"] == "shop/money.py"
+        assert plain["results"]  # the same question without the active file still answers
+
+
+async def test_search_says_not_indexed_apart_from_not_found(repo: Path, data_dir: Path) -> None:
+    async with running_gateway(context_config(), data_dir) as client:
+        result = await client.call_tool("context.search", {"query": "anything"})
+        assert result.structured_content["query_metadata"]["index_status"] == "no_connectors"
+        assert "add one with context.connector_management" in result.content[0].text
+        await add_file_connector(client, repo)
+        empty = await call(client, "context.search", {"query": "anything"})
+        assert empty["query_metadata"]["index_status"] == "empty"
+        await index_and_wait(client)
+        miss = await call(client, "context.search", {"query": "zzzqqq"})
+        assert miss["results"] == [] and miss["query_metadata"]["index_status"] == "ready"
+
+
+async def test_declared_connectors_and_tenants(repo: Path, data_dir: Path) -> None:
+    config = context_config(context={"connectors": [{"type": "file", "name": "declared", "root": str(repo)}]})
+    async with running_gateway(config, data_dir) as client:
+        listed = await call(client, "context.connector_management", {"action": "list"})
+        assert [(c["name"], c["origin"]) for c in listed["connectors"]] == [("declared", "config")]
+        service = client.runtime.packs["context"].service
+        other = await service.manage_connectors("other-tenant", "list", None, None)
+        assert other.connectors == []  # another tenant sees none of them
+        await index_and_wait(client)
+        updated = await call(client, "context.connector_management", {
+            "action": "update", "connector_id": listed["connectors"][0]["id"],
+            "connector_config": {"max_file_bytes": 10}})
+        assert "re-index" in updated["message"]
