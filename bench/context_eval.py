@@ -23,17 +23,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from context_metrics import Returned, load_spans, score_query, table  # noqa: E402
+from context_metrics import Returned, load_spans, score_query, table
 
-from gateway.testing import running_gateway  # noqa: E402
-from gateway_plugins.context.chunking import chunk_file  # noqa: E402
+from gateway.testing import running_gateway
+from gateway_plugins.context.chunking import chunk_file
 
 EVAL = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "context"
 ROOTS = {"flask": "flask-3.0.3", "httpx": "httpx-0.27.2", "express": "express-4.21.1/package"}
 
 ABLATION: dict[str, dict[str, Any]] = {
     "lexical only (BM25, identifier-aware)": {
-        "structural": False, "messages": False, "graph": False, "dense_weight": 0.0, "second_chunk_bonus": 0.0,
+        "structural": False,
+        "messages": False,
+        "graph": False,
+        "dense_weight": 0.0,
+        "second_chunk_bonus": 0.0,
     },
     "+ structural (names, paths, definitions, priors)": {"messages": False, "graph": False, "dense_weight": 0.0},
     "+ error-message literals": {"graph": False, "dense_weight": 0.0},
@@ -43,15 +47,22 @@ ABLATION: dict[str, dict[str, Any]] = {
 }
 
 
+PACK_OPTIONS: dict[str, Any] = {}
+"""Extra ``[plugins.context]`` keys from ``--option key=value``."""
+
+
 def config(data_dir: Path, *, embed: bool, ranking: dict[str, Any]) -> dict[str, Any]:
     return {
         "gateway": {"log_level": "warning", "data_dir": data_dir.as_posix()},
         "packs": {"enabled": ["context"]},
         "providers": {
-            "embedder": ["local"], "vector_store": "qdrant-edge", "store": "sqlite", "rate_limiter": "memory",
+            "embedder": ["local"],
+            "vector_store": "qdrant-edge",
+            "store": "sqlite",
+            "rate_limiter": "memory",
             "auth": "none",
         },
-        "plugins": {"context": {"embed": embed, "ranking": ranking}},
+        "plugins": {"context": {"embed": embed, "ranking": ranking, **PACK_OPTIONS}},
     }
 
 
@@ -67,20 +78,27 @@ async def index_packages(data_dir: Path, corpus: Path, embed: bool) -> dict[str,
     ids: dict[str, str] = {}
     async with running_gateway(config(data_dir, embed=embed, ranking={})) as client:
         for package, root in ROOTS.items():
-            added = await call(client, "context.connector_management",
-                               {"action": "add", "connector_config": {"type": "file", "name": package,
-                                                                      "root": str(corpus / root)}})
+            added = await call(
+                client,
+                "context.connector_management",
+                {"action": "add", "connector_config": {"type": "file", "name": package, "root": str(corpus / root)}},
+            )
             ids[package] = added["connectors"][0]["id"]
         for package, connector_id in ids.items():
             started = time.perf_counter()
             await call(client, "context.index_control", {"action": "start", "connectors": [connector_id]})
-            while (await call(client, "context.index_control", {"action": "status"}))["status"] in ("running",
-                                                                                                    "stopping"):
+            while (await call(client, "context.index_control", {"action": "status"}))["status"] in (
+                "running",
+                "stopping",
+            ):
                 await asyncio.sleep(0.2)
             listed = await call(client, "context.connector_management", {"action": "list"})
             stats = next(c for c in listed["connectors"] if c["id"] == connector_id)["stats"]
-            print(f"indexed {package}: {stats['documents_indexed']} files, {stats['chunks']} chunks, "
-                  f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
+            print(
+                f"indexed {package}: {stats['documents_indexed']} files, {stats['chunks']} chunks, "
+                f"{time.perf_counter() - started:.1f} s",
+                file=sys.stderr,
+            )
     return ids
 
 
@@ -103,8 +121,16 @@ def leaf_checker(corpus: Path) -> Any:
     return is_leaf
 
 
-async def ask_all(data_dir: Path, queries: list[dict], spans: dict, corpus: Path, embed: bool,
-                  ranking: dict[str, Any], use_context: bool, misses: bool = False) -> list[tuple[dict, dict]]:
+async def ask_all(
+    data_dir: Path,
+    queries: list[dict],
+    spans: dict,
+    corpus: Path,
+    embed: bool,
+    ranking: dict[str, Any],
+    use_context: bool,
+    misses: bool = False,
+) -> list[tuple[dict, dict]]:
     rows = []
     is_leaf = leaf_checker(corpus)
     async with running_gateway(config(data_dir, embed=embed, ranking=ranking)) as client:
@@ -119,8 +145,9 @@ async def ask_all(data_dir: Path, queries: list[dict], spans: dict, corpus: Path
             returned = []
             for r in mine:
                 start, end = (int(x) for x in r["metadata"]["lines"].split("-"))
-                returned.append(Returned(r["metadata"]["path"], r["metadata"]["symbol"], r["metadata"]["type"],
-                                         start, end))
+                returned.append(
+                    Returned(r["metadata"]["path"], r["metadata"]["symbol"], r["metadata"]["type"], start, end)
+                )
             scores = score_query(query, returned, spans[query["id"]], lambda c, p=query["package"]: is_leaf(p, c))
             rows.append((query, scores))
             if misses and (scores["r1"] < 1 or scores["sym"] < 1):
@@ -138,11 +165,33 @@ def main() -> None:
     parser.add_argument("--ablation", action="store_true", help="also print each ranking stage's contribution")
     parser.add_argument("--no-embed", action="store_true", help="index without the embedder (lexical only)")
     parser.add_argument("--misses", action="store_true", help="print the queries the full pipeline misses")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a [plugins.context] key for this run (JSON value), e.g. max_embed_chars=600",
+    )
     args = parser.parse_args()
+    for option in args.option:
+        key, _, value = option.partition("=")
+        PACK_OPTIONS[key] = json.loads(value)
     queries = [json.loads(line) for line in args.queries.read_text().splitlines() if line.strip()]
     spans_file = Path(tempfile.mkdtemp()) / "spans.jsonl"
-    subprocess.run([sys.executable, str(EVAL / "verify_gold.py"), "--corpus", str(args.corpus), "--queries",
-                    str(args.queries), "--emit-spans", str(spans_file)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            str(EVAL / "verify_gold.py"),
+            "--corpus",
+            str(args.corpus),
+            "--queries",
+            str(args.queries),
+            "--emit-spans",
+            str(spans_file),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     spans = load_spans(spans_file)
     embed = not args.no_embed
     with tempfile.TemporaryDirectory() as tmp:

@@ -55,7 +55,12 @@ class ContextConfig(BaseModel):
     connectors: list[DeclaredConnector] = Field(default_factory=list)
     embed: bool = Field(True, description="Embed chunks with the embedder chain (dense retrieval).")
     embed_batch: int = Field(64, ge=1, le=4096, description="Chunks embedded per call.")
-    max_embed_chars: int = Field(2000, ge=100, le=100_000, description="Characters of a chunk that are embedded.")
+    max_embed_chars: int = Field(
+        1000, ge=100, le=100_000, description="Characters of a chunk that are embedded (its head: signature, doc)."
+    )
+    embed_all: bool = Field(
+        False, description="Also embed tests, examples and prose (by default they are found lexically only)."
+    )
     dense_candidates: int = Field(200, ge=10, le=5000, description="Nearest chunks fetched from the vector store.")
     refresh_seconds: float = Field(1.0, ge=0.0, le=60.0, description="How stale other processes' changes may be.")
     heartbeat_seconds: float = Field(1.0, gt=0.0, le=60.0, description="How often a running job records progress.")

@@ -21,6 +21,7 @@ import structlog
 
 from gateway.api import Connector, EmbeddingService, RelationalStore, SourceDocument, ToolError, VectorPoint
 from gateway_plugins.context.chunking import chunk_file, language_of
+from gateway_plugins.context.paths import is_secondary
 from gateway_plugins.context.repository import Repository
 from gateway_plugins.context.tokens import tokenize
 from gateway_plugins.context.vectors import ChunkVectors
@@ -62,12 +63,14 @@ def _prepare(
     content_hash: str,
     replaces: str | None,
     max_embed_chars: int,
+    embed_all: bool,
 ) -> PreparedFile:
     chunked = chunk_file(document.path, text)
     file_id = str(uuid.uuid4())
     path_tokens = tokenize(document.path)
     chunk_rows: list[dict[str, Any]] = []
     texts: list[str] = []
+    embed = embed_all or not is_secondary(document.path)
     for ordinal, chunk in enumerate(chunked.chunks):
         chunk_rows.append(
             {
@@ -83,8 +86,9 @@ def _prepare(
                 "strings": list(chunk.strings[:50]),
             }
         )
-        header = f"{document.path} {chunk.symbol or ''}".strip()
-        texts.append(f"{header}\n{chunk.content}"[:max_embed_chars])
+        if embed:
+            header = f"{document.path} {chunk.symbol or ''}".strip()
+            texts.append(f"{header}\n{chunk.content}"[:max_embed_chars])
     now = datetime.now(UTC)
     file_row = {
         "id": file_id,
@@ -118,6 +122,7 @@ class Indexer:
         on_removed: Callable[[str], None],
         embed_batch: int = 64,
         max_embed_chars: int = 2000,
+        embed_all: bool = False,
     ) -> None:
         self.store = store
         self.repo = repo
@@ -127,6 +132,7 @@ class Indexer:
         self.on_removed = on_removed
         self.embed_batch = embed_batch
         self.max_embed_chars = max_embed_chars
+        self.embed_all = embed_all
 
     def embedder_ids(self) -> list[str]:
         if self.embeddings is None:
@@ -196,6 +202,7 @@ class Indexer:
                 digest,
                 state["id"] if state else None,
                 self.max_embed_chars,
+                self.embed_all,
             )
             pending.append(prepared)
             pending_chunks += len(prepared.chunk_rows)
@@ -215,12 +222,20 @@ class Indexer:
         return {row["path"]: row for row in rows}
 
     async def _flush(self, batch: list[PreparedFile], outcome: IndexOutcome) -> int:
-        """Embed a batch of files, then write each file (rows, vectors, embedded mark)."""
+        """Embed a batch of files, then write each file (rows, vectors, embedded mark).
+
+        A file marked with an embedder id is complete for that embedder: its chunks that are embedded have their
+        vectors (tests, examples and prose are left to lexical search unless ``embed_all``)."""
         texts = [text for prepared in batch for text in prepared.texts]
         vectors: dict[str, list[list[float]]] = {}
-        if self.embeddings is not None and texts:
-            result = await self.embeddings().embed_documents(texts)
-            vectors = {eid: vecs for eid, vecs in result.vectors.items()}
+        served: list[str] = []
+        if self.embeddings is not None:
+            if texts:
+                result = await self.embeddings().embed_documents(texts)
+                vectors = dict(result.vectors)
+                served = sorted(vectors)
+            else:
+                served = self.embedder_ids()
         embedders = {e.id: e for e in self.embeddings().embedders} if self.embeddings is not None else {}
         offset = 0
         for prepared in batch:
@@ -230,21 +245,17 @@ class Indexer:
             await self.vectors.delete_everywhere(replaced)
             if prepared.replaces:
                 self.on_removed(prepared.replaces)
-            done_ids = []
-            for embedder_id, all_vectors in vectors.items():
-                points = [
-                    VectorPoint(
-                        row["id"],
-                        all_vectors[offset + i],
-                        {"connector_id": prepared.file_row["connector_id"], "file_id": prepared.file_row["id"]},
-                    )
-                    for i, row in enumerate(prepared.chunk_rows)
-                ]
-                await self.vectors.upsert(embedders[embedder_id], points)
-                done_ids.append(embedder_id)
-            if done_ids:
-                await self.repo.mark_embedded(self.store, prepared.file_row["id"], done_ids)
-                prepared.file_row["embedded"] = " ".join(sorted(done_ids))
+            payload = {"connector_id": prepared.file_row["connector_id"], "file_id": prepared.file_row["id"]}
+            if count:
+                for embedder_id, all_vectors in vectors.items():
+                    points = [
+                        VectorPoint(row["id"], vector, payload)
+                        for row, vector in zip(prepared.chunk_rows, all_vectors[offset : offset + count], strict=True)
+                    ]
+                    await self.vectors.upsert(embedders[embedder_id], points)
+            if served:
+                await self.repo.mark_embedded(self.store, prepared.file_row["id"], served)
+                prepared.file_row["embedded"] = " ".join(served)
             self.on_written(prepared.file_row, prepared.chunk_rows)
             offset += count
             outcome.indexed += 1

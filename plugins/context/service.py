@@ -106,6 +106,7 @@ class ContextService:
             on_removed=self.live.removed,
             embed_batch=self.config.embed_batch,
             max_embed_chars=self.config.max_embed_chars,
+            embed_all=self.config.embed_all,
         )
         await self._declare_configured()
         log.info("context.started", chunks=len(self.live.index), files=len(self.live.index.live_files()))

@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
+from gateway_plugins.context import paths
 from gateway_plugins.context.retrieval.lexical import BM25Field
 from gateway_plugins.context.tokens import identifier_parts, stem, tokenize
 
@@ -22,12 +23,6 @@ __all__ = ["KIND_CLASS", "KIND_MODULE", "ChunkEntry", "FileEntry", "SearchIndex"
 
 KIND_OTHER, KIND_CLASS, KIND_MODULE = 0, 1, 2
 _KIND_CODES = {"class": KIND_CLASS, "module": KIND_MODULE}
-
-_TEST_PATH = re.compile(
-    r"(?:^|/)(?:tests?|__tests__|spec|specs|testing)/|(?:^|/)(?:test_[^/]*|[^/]*_test\.\w+|[^/]*\.(?:test|spec)\.\w+|conftest\.py|[^/]*Tests?\.java)$"
-)
-_EXAMPLE_PATH = re.compile(r"(?:^|/)(?:examples?|samples?|demos?|benchmarks?|bench|docs?_src)/")
-_DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
 
 
 @dataclass(frozen=True)
@@ -61,15 +56,15 @@ class FileEntry:
 
     @property
     def is_test(self) -> bool:
-        return _TEST_PATH.search(self.path) is not None
+        return paths.is_test(self.path)
 
     @property
     def is_example(self) -> bool:
-        return _EXAMPLE_PATH.search(self.path) is not None
+        return paths.is_example(self.path)
 
     @property
     def is_doc(self) -> bool:
-        return self.language in _DOC_LANGUAGES
+        return paths.is_doc(self.path)
 
 
 def symbol_tokens(symbol: str | None) -> list[str]:

@@ -38,7 +38,7 @@ async def full_loop(client: Any, repo: Path) -> None:
 
     (repo / "shop" / "money.py").write_text(
         "def round_cents(amount):\n    return round(amount, 2)\n\n\n"
-        "def convert_currency(amount, rate):\n    \"\"\"Exchange between currencies.\"\"\"\n    return amount * rate\n"
+        'def convert_currency(amount, rate):\n    """Exchange between currencies."""\n    return amount * rate\n'
     )
     status = await index_and_wait(client)
     assert status["status"] == "completed"

@@ -35,8 +35,13 @@ SAMPLE = {
 
 
 def git(root: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
-           "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Ada",
+        "GIT_AUTHOR_EMAIL": "ada@example.com",
+        "GIT_COMMITTER_NAME": "Ada",
+        "GIT_COMMITTER_EMAIL": "ada@example.com",
+    }
     subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env=env)
 
 
@@ -52,17 +57,20 @@ def sample_repo(root: Path, *, with_git: bool = True) -> Path:
     return root
 
 
-def context_config(*, embed: bool = False, store: str = "sqlite", context: dict[str, Any] | None = None,
-                   **sections: Any) -> dict[str, Any]:
+def context_config(
+    *, embed: bool = False, store: str = "sqlite", context: dict[str, Any] | None = None, **sections: Any
+) -> dict[str, Any]:
     config: dict[str, Any] = {
         "gateway": {"log_level": "warning"},
         "packs": {"enabled": ["context"]},
         "providers": {
-            "embedder": ["local"], "vector_store": "qdrant-edge", "store": store, "rate_limiter": "memory",
+            "embedder": ["local"],
+            "vector_store": "qdrant-edge",
+            "store": store,
+            "rate_limiter": "memory",
             "auth": "none",
         },
-        "plugins": {"context": {"embed": embed, "heartbeat_seconds": 0.2, "refresh_seconds": 0.0,
-                                **(context or {})}},
+        "plugins": {"context": {"embed": embed, "heartbeat_seconds": 0.2, "refresh_seconds": 0.0, **(context or {})}},
     }
     config.update(sections)
     return config
@@ -100,6 +108,9 @@ async def index_and_wait(client: Any, connectors: list[str] | None = None, actio
 
 
 async def add_file_connector(client: Any, root: Path, name: str = "shop") -> str:
-    added = await call(client, "context.connector_management",
-                       {"action": "add", "connector_config": {"type": "file", "name": name, "root": str(root)}})
+    added = await call(
+        client,
+        "context.connector_management",
+        {"action": "add", "connector_config": {"type": "file", "name": name, "root": str(root)}},
+    )
     return added["connectors"][0]["id"]

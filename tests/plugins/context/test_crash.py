@@ -48,11 +48,13 @@ async def test_kill_9_mid_index_then_start_resumes(tmp_path: Path, data_dir: Pat
         module = repo / f"pkg{n % 10}" / f"module_{n}.py"
         module.parent.mkdir(parents=True, exist_ok=True)
         module.write_text(
-            "\n\n".join(f"def function_{n}_{k}(value):\n    return value * {k}  # step {k} of module {n}"
-                        for k in range(12))
+            "\n\n".join(
+                f"def function_{n}_{k}(value):\n    return value * {k}  # step {k} of module {n}" for k in range(12)
+            )
         )
-    config = write_config(tmp_path / "c.toml", context_config(gateway={"log_level": "warning",
-                                                                       "data_dir": data_dir.as_posix()}))
+    config = write_config(
+        tmp_path / "c.toml", context_config(gateway={"log_level": "warning", "data_dir": data_dir.as_posix()})
+    )
     params = StdioServerParameters(command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config)])
     try:
         async with Client(params, read_timeout_seconds=60) as client:

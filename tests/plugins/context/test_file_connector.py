@@ -35,8 +35,13 @@ def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:
 
 
 def git(root: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
-           "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Ada",
+        "GIT_AUTHOR_EMAIL": "ada@example.com",
+        "GIT_COMMITTER_NAME": "Ada",
+        "GIT_COMMITTER_EMAIL": "ada@example.com",
+    }
     subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env=env)
 
 
@@ -78,11 +83,18 @@ async def test_gitignore_hidden_binary_and_size_are_skipped_with_reasons(tmp_pat
 
 
 async def test_matches_git_check_ignore(tmp_path: Path) -> None:
-    root = make_tree(tmp_path / "repo", {
-        ".gitignore": "*.tmp\n!keep.tmp\ndocs/_build/\n/top-only.txt\n",
-        "a.tmp": "1", "keep.tmp": "2", "docs/_build/x.html": "3", "docs/guide.md": "4",
-        "top-only.txt": "5", "sub/top-only.txt": "6",
-    })
+    root = make_tree(
+        tmp_path / "repo",
+        {
+            ".gitignore": "*.tmp\n!keep.tmp\ndocs/_build/\n/top-only.txt\n",
+            "a.tmp": "1",
+            "keep.tmp": "2",
+            "docs/_build/x.html": "3",
+            "docs/guide.md": "4",
+            "top-only.txt": "5",
+            "sub/top-only.txt": "6",
+        },
+    )
     git(root, "init", "-q")
     offered = {d.path for d in (await connector(root).scan()).documents}
     for path in ["a.tmp", "keep.tmp", "docs/_build/x.html", "docs/guide.md", "top-only.txt", "sub/top-only.txt"]:

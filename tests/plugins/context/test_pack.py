@@ -55,18 +55,22 @@ async def test_bad_input_gets_a_structured_error_naming_the_field(repo: Path, da
         error = await call_error(client, "context.index_control", {"action": "start", "connectors": ["nope"]})
         assert error["code"] == "not_found" and error["details"]["field"] == "connectors"
         for root, words in ((tmp_path / "missing", "does not exist"), (repo / "README.md", "not a directory")):
-            error = await call_error(client, "context.connector_management",
-                                     {"action": "add", "connector_config": {"type": "file", "name": "x",
-                                                                            "root": str(root)}})
+            error = await call_error(
+                client,
+                "context.connector_management",
+                {"action": "add", "connector_config": {"type": "file", "name": "x", "root": str(root)}},
+            )
             assert error["details"]["errors"][0]["field"] == "connector_config.root"
             assert words in error["message"]
-        error = await call_error(client, "context.connector_management",
-                                 {"action": "add", "connector_config": {"type": "ftp", "name": "x"}})
+        error = await call_error(
+            client, "context.connector_management", {"action": "add", "connector_config": {"type": "ftp", "name": "x"}}
+        )
         assert error["details"]["errors"][0]["field"] == "connector_config.type"
         await add_file_connector(client, repo)
         await index_and_wait(client)
-        error = await call_error(client, "context.search",
-                                 {"query": "x", "work_context": {"active_file": "../../etc/passwd"}})
+        error = await call_error(
+            client, "context.search", {"query": "x", "work_context": {"active_file": "../../etc/passwd"}}
+        )
         assert error["details"]["errors"][0]["field"] == "work_context.active_file"
         error = await call_error(client, "context.get_related_info", {"file_path": "../secret"})
         assert error["details"]["errors"][0]["field"] == "file_path"
@@ -80,15 +84,25 @@ async def test_filters_and_active_file(repo: Path, data_dir: Path) -> None:
         await index_and_wait(client)
         none = await call(client, "context.search", {"query": "card", "filters": {"source_types": ["slack"]}})
         assert none["results"] == []
-        future = await call(client, "context.search",
-                            {"query": "card", "filters": {"date_range": {"from": "2999-01-01T00:00:00Z"}}})
+        future = await call(
+            client, "context.search", {"query": "card", "filters": {"date_range": {"from": "2999-01-01T00:00:00Z"}}}
+        )
         assert future["results"] == []
-        error = await call_error(client, "context.search", {"query": "card", "filters": {"date_range": {
-            "from": "2025-02-01T00:00:00Z", "to": "2025-01-01T00:00:00Z"}}})
+        error = await call_error(
+            client,
+            "context.search",
+            {
+                "query": "card",
+                "filters": {"date_range": {"from": "2025-02-01T00:00:00Z", "to": "2025-01-01T00:00:00Z"}},
+            },
+        )
         assert error["details"]["errors"][0]["field"] == "filters.date_range"
         plain = await call(client, "context.search", {"query": "round the amount", "top_k": 10})
-        focused = await call(client, "context.search",
-                             {"query": "round the amount", "top_k": 10, "work_context": {"active_file": "shop/money.py"}})
+        focused = await call(
+            client,
+            "context.search",
+            {"query": "round the amount", "top_k": 10, "work_context": {"active_file": "shop/money.py"}},
+        )
         assert focused["results"][0]["metadata"]["path"] == "shop/money.py"
         assert plain["results"]  # the same question without the active file still answers
 
@@ -115,7 +129,13 @@ async def test_declared_connectors_and_tenants(repo: Path, data_dir: Path) -> No
         other = await service.manage_connectors("other-tenant", "list", None, None)
         assert other.connectors == []  # another tenant sees none of them
         await index_and_wait(client)
-        updated = await call(client, "context.connector_management", {
-            "action": "update", "connector_id": listed["connectors"][0]["id"],
-            "connector_config": {"max_file_bytes": 10}})
+        updated = await call(
+            client,
+            "context.connector_management",
+            {
+                "action": "update",
+                "connector_id": listed["connectors"][0]["id"],
+                "connector_config": {"max_file_bytes": 10},
+            },
+        )
         assert "re-index" in updated["message"]

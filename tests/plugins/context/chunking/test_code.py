@@ -134,16 +134,27 @@ def test_javascript_names_as_the_code_writes_them() -> None:
 
 
 def test_typescript_go_java_rust() -> None:
-    ts = symbols("src/a.ts", "export class Store {\n  get(key: string): number { return 1; }\n}\n"
-                 "export interface Shape { x: number }\nexport function make(): Store { return new Store(); }\n")
+    ts = symbols(
+        "src/a.ts",
+        "export class Store {\n  get(key: string): number { return 1; }\n}\n"
+        "export interface Shape { x: number }\nexport function make(): Store { return new Store(); }\n",
+    )
     assert {"Store", "Store.get", "Shape", "make"} <= set(ts)
-    go = symbols("client.go", "package http\n\ntype Client struct {\n\tTimeout int\n}\n\n"
-                 "func (c *Client) Do(req *Request) error {\n\treturn nil\n}\n\nfunc NewClient() *Client {\n\treturn nil\n}\n")
+    go = symbols(
+        "client.go",
+        "package http\n\ntype Client struct {\n\tTimeout int\n}\n\n"
+        "func (c *Client) Do(req *Request) error {\n\treturn nil\n}\n\nfunc NewClient() *Client {\n\treturn nil\n}\n",
+    )
     assert go["Client.Do"][0] == "method" and go["NewClient"][0] == "function" and go["Client"][0] == "class"
-    java = symbols("A.java", "class Outer {\n  Outer() {}\n  void run() {}\n  static class Inner { int size() { return 0; } }\n}\n")
+    java = symbols(
+        "A.java", "class Outer {\n  Outer() {}\n  void run() {}\n  static class Inner { int size() { return 0; } }\n}\n"
+    )
     assert {"Outer", "Outer.Outer", "Outer.run", "Outer.Inner", "Outer.Inner.size"} <= set(java)
-    rust = symbols("lib.rs", "struct Vec2 { x: f32 }\nimpl Vec2 {\n    fn len(&self) -> f32 { self.x }\n}\n"
-                   "fn main() {}\nmod net {\n    fn connect() {}\n}\n")
+    rust = symbols(
+        "lib.rs",
+        "struct Vec2 { x: f32 }\nimpl Vec2 {\n    fn len(&self) -> f32 { self.x }\n}\n"
+        "fn main() {}\nmod net {\n    fn connect() {}\n}\n",
+    )
     assert rust["Vec2::len"][0] == "method" and rust["main"][0] == "function" and "net::connect" in rust
 
 

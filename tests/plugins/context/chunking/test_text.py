@@ -24,6 +24,8 @@ def test_other_text_in_windows() -> None:
     text = "\n".join(f"line {i}" for i in range(TEXT_WINDOW * 2 + 5))
     chunks = chunk_file("data/notes.cfg", text).chunks
     assert [(c.start_line, c.end_line) for c in chunks] == [
-        (1, TEXT_WINDOW), (TEXT_WINDOW + 1, 2 * TEXT_WINDOW), (2 * TEXT_WINDOW + 1, 2 * TEXT_WINDOW + 5)
+        (1, TEXT_WINDOW),
+        (TEXT_WINDOW + 1, 2 * TEXT_WINDOW),
+        (2 * TEXT_WINDOW + 1, 2 * TEXT_WINDOW + 5),
     ]
     assert all(c.kind == "text" for c in chunks)
