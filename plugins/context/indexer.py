@@ -222,32 +222,36 @@ class Indexer:
         return {row["path"]: row for row in rows}
 
     async def _flush(self, batch: list[PreparedFile], outcome: IndexOutcome) -> int:
-        """Embed a batch of files, then write each file (rows, vectors, embedded mark).
+        """Write a batch of files, then embed them and write their vectors.
 
-        A file marked with an embedder id is complete for that embedder: its chunks that are embedded have their
-        vectors (tests, examples and prose are left to lexical search unless ``embed_all``)."""
-        texts = [text for prepared in batch for text in prepared.texts]
-        vectors: dict[str, list[list[float]]] = {}
-        served: list[str] = []
-        if self.embeddings is not None:
-            if texts:
-                result = await self.embeddings().embed_documents(texts)
-                vectors = dict(result.vectors)
-                served = sorted(vectors)
-            else:
-                served = self.embedder_ids()
-        embedders = {e.id: e for e in self.embeddings().embedders} if self.embeddings is not None else {}
-        offset = 0
+        Each file is searchable lexically as soon as its rows are written; it is marked embedded (complete for an
+        embedder) only after its vectors are stored, so a crash in between leaves a file the next run re-embeds.
+        Tests, examples and prose are left to lexical search unless ``embed_all``."""
         for prepared in batch:
-            count = len(prepared.texts)
             async with self.store.transaction() as tx:
                 replaced = await self.repo.write_file(tx, prepared.file_row, prepared.chunk_rows, prepared.replaces)
             await self.vectors.delete_everywhere(replaced)
             if prepared.replaces:
                 self.on_removed(prepared.replaces)
+            self.on_written(prepared.file_row, prepared.chunk_rows)
+            outcome.indexed += 1
+        if self.embeddings is None:
+            return len(batch)
+        texts = [text for prepared in batch for text in prepared.texts]
+        vectors: dict[str, list[list[float]]] = {}
+        if texts:
+            result = await self.embeddings().embed_documents(texts)
+            vectors = dict(result.vectors)
+            served = sorted(vectors)
+        else:
+            served = self.embedder_ids()
+        embedders = {e.id: e for e in self.embeddings().embedders}
+        offset = 0
+        for prepared in batch:
+            count = len(prepared.texts)
             payload = {"connector_id": prepared.file_row["connector_id"], "file_id": prepared.file_row["id"]}
-            if count:
-                for embedder_id, all_vectors in vectors.items():
+            for embedder_id, all_vectors in vectors.items():
+                if count:
                     points = [
                         VectorPoint(row["id"], vector, payload)
                         for row, vector in zip(prepared.chunk_rows, all_vectors[offset : offset + count], strict=True)
@@ -255,10 +259,7 @@ class Indexer:
                     await self.vectors.upsert(embedders[embedder_id], points)
             if served:
                 await self.repo.mark_embedded(self.store, prepared.file_row["id"], served)
-                prepared.file_row["embedded"] = " ".join(served)
-            self.on_written(prepared.file_row, prepared.chunk_rows)
             offset += count
-            outcome.indexed += 1
         return len(batch)
 
 

@@ -165,11 +165,12 @@ class JobRunner:
             status, error = "failed", f"{type(exc).__name__}: {exc}"
         finally:
             beat.cancel()
-            self._tasks.pop(handle.id, None)
             try:
                 await asyncio.shield(self._finish(handle, status, error))
             except Exception:
                 log.exception("context.job.finish_failed", job=handle.id)
+            finally:  # only now: until its final status is stored, the job must not look orphaned
+                self._tasks.pop(handle.id, None)
 
     async def _finish(self, handle: JobHandle, status: str, error: str | None) -> None:
         await handle.report(force=True)

@@ -139,3 +139,24 @@ async def test_declared_connectors_and_tenants(repo: Path, data_dir: Path) -> No
             },
         )
         assert "re-index" in updated["message"]
+
+
+async def test_stop_is_graceful_and_the_next_start_resumes(tmp_path: Path, data_dir: Path) -> None:
+    root = tmp_path / "many"
+    for n in range(300):
+        (root / f"m{n % 5}").mkdir(parents=True, exist_ok=True)
+        (root / f"m{n % 5}" / f"mod_{n}.py").write_text(f"def f_{n}(x):\n    return x + {n}\n")
+    async with running_gateway(context_config(context={"embed_batch": 8}), data_dir) as client:
+        await add_file_connector(client, root, name="many")
+        await call(client, "context.index_control", {"action": "start"})
+        stopped = await call(client, "context.index_control", {"action": "stop"})
+        assert stopped["status"] == "stopping"
+        status = await index_and_wait(client)
+        assert status["status"] == "stopped"
+        assert status["current_job"]["progress"]["completed"] < 300
+        service = client.runtime.packs["context"].service
+        done_before = {r["path"]: r["id"] for r in await service.store.fetch_all("SELECT id, path FROM ctx_files")}
+        resumed = await index_and_wait(client)
+        assert resumed["status"] == "completed" and resumed["current_job"]["progress"]["total"] == 300
+        after = {r["path"]: r["id"] for r in await service.store.fetch_all("SELECT id, path FROM ctx_files")}
+        assert len(after) == 300 and all(after[p] == i for p, i in done_before.items())
