@@ -91,6 +91,8 @@ class Ranker:
         self.index = index
         self.options = options or RankingOptions()
         self.graph = ImportGraph(index)
+        self._grams: dict[int, list[set[tuple[str, ...]]]] = {}
+        """Word trigrams of each chunk's string literals (rows never change content: computed once)."""
 
     def query_terms(self, query: str) -> dict[str, float]:
         return dict.fromkeys(tokenize(query, drop_stopwords=True), 1.0)
@@ -153,18 +155,20 @@ class Ranker:
         query_grams = _trigrams(query)
         if not query_grams:
             return
-        index = self.index
         for row in self._candidates(score, self.options.candidates):
             best = 0.0
-            for literal in index.chunks[row].strings:
-                grams = _trigrams(literal)
-                if not grams:
-                    continue
+            for grams in self._literal_grams(int(row)):
                 matched = len(grams & query_grams)
                 if matched >= 2:
                     best = max(best, matched / len(grams))
             if best >= 0.3:
                 score[row] += self.options.message_boost * best
+
+    def _literal_grams(self, row: int) -> list[set[tuple[str, ...]]]:
+        grams = self._grams.get(row)
+        if grams is None:
+            grams = self._grams[row] = [g for g in map(_trigrams, self.index.chunks[row].strings) if g]
+        return grams
 
     def _priors(self, query: str, score: np.ndarray) -> None:
         opts = self.options

@@ -54,17 +54,14 @@ class FileEntry:
     def last_modified_at(self) -> datetime:
         return datetime.fromtimestamp(self.last_modified, UTC)
 
-    @property
-    def is_test(self) -> bool:
-        return paths.is_test(self.path)
+    is_test: bool = field(init=False)
+    is_example: bool = field(init=False)
+    is_doc: bool = field(init=False)
 
-    @property
-    def is_example(self) -> bool:
-        return paths.is_example(self.path)
-
-    @property
-    def is_doc(self) -> bool:
-        return paths.is_doc(self.path)
+    def __post_init__(self) -> None:
+        self.is_test = paths.is_test(self.path)
+        self.is_example = paths.is_example(self.path)
+        self.is_doc = paths.is_doc(self.path)
 
 
 def symbol_tokens(symbol: str | None) -> list[str]:
@@ -96,9 +93,9 @@ class SearchIndex:
 
     def __init__(self) -> None:
         self.chunks: list[ChunkEntry] = []
-        self.alive = np.zeros(0, dtype=bool)
-        self.file_of = np.zeros(0, dtype=np.int32)
-        self.kind_codes = np.zeros(0, dtype=np.int8)
+        self._alive = np.zeros(0, dtype=bool)
+        self._file_of = np.zeros(0, dtype=np.int32)
+        self._kinds = np.zeros(0, dtype=np.int8)
         self.files: list[FileEntry] = []
         self.file_by_id: dict[str, int] = {}
         self.file_by_path: dict[tuple[str, str], int] = {}
@@ -111,7 +108,7 @@ class SearchIndex:
         self.version = 0
         self._file_arrays: dict[str, np.ndarray] = {}
         self._file_arrays_version = -1
-        self._connector_codes: dict[str, int] = {}
+        self._masks: dict[frozenset[str], np.ndarray] = {}
 
     def __len__(self) -> int:
         return int(self.alive.sum())
@@ -120,10 +117,29 @@ class SearchIndex:
     def size(self) -> int:
         return len(self.chunks)
 
+    @property
+    def alive(self) -> np.ndarray:
+        return self._alive[: self.size]
+
+    @property
+    def file_of(self) -> np.ndarray:
+        return self._file_of[: self.size]
+
+    @property
+    def kind_codes(self) -> np.ndarray:
+        return self._kinds[: self.size]
+
     def _grow(self, extra: int) -> None:
-        self.alive = np.concatenate([self.alive, np.zeros(extra, dtype=bool)])
-        self.file_of = np.concatenate([self.file_of, np.zeros(extra, dtype=np.int32)])
-        self.kind_codes = np.concatenate([self.kind_codes, np.zeros(extra, dtype=np.int8)])
+        """Room for ``extra`` more rows (capacity doubles: loading 100k chunks file by file stays linear)."""
+        needed = self.size + extra
+        if needed <= len(self._alive):
+            return
+        capacity = max(needed, 2 * len(self._alive), 1024)
+        for name in ("_alive", "_file_of", "_kinds"):
+            old = getattr(self, name)
+            new = np.zeros(capacity, dtype=old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
 
     def add_file(self, entry: FileEntry, chunks: Sequence[tuple[ChunkEntry, Sequence[str]]]) -> None:
         """Index one file with its chunks and their content tokens (a file already present is replaced)."""
@@ -143,9 +159,9 @@ class SearchIndex:
             )
             self.chunks.append(chunk)
             self.row_by_chunk[chunk.id] = row
-            self.alive[row] = True
-            self.file_of[row] = file_row
-            self.kind_codes[row] = _KIND_CODES.get(chunk.kind, KIND_OTHER)
+            self._alive[row] = True
+            self._file_of[row] = file_row
+            self._kinds[row] = _KIND_CODES.get(chunk.kind, KIND_OTHER)
             entry.rows.append(row)
             self.content.add(row, tokens)
             names = symbol_tokens(chunk.symbol)
@@ -166,7 +182,7 @@ class SearchIndex:
             del self.file_by_path[(entry.connector_id, entry.path)]
         self.paths.remove(file_row)
         for row in entry.rows:
-            self.alive[row] = False
+            self._alive[row] = False
             self.content.remove(row)
             self.names.remove(row)
             self.row_by_chunk.pop(self.chunks[row].id, None)
@@ -192,7 +208,7 @@ class SearchIndex:
                 "doc": np.array([f.is_doc for f in files], dtype=bool),
                 "modified": np.array([f.last_modified for f in files], dtype=np.float64),
             }
-            self._connector_codes = {}
+            self._masks = {}
             self._file_arrays_version = self.version
         return self._file_arrays
 
@@ -204,10 +220,14 @@ class SearchIndex:
         modified_from: float | None = None,
         modified_to: float | None = None,
     ) -> np.ndarray:
-        """Rows whose file belongs to one of ``connector_ids`` and passes the filters."""
+        """Rows whose file belongs to one of ``connector_ids`` and passes the filters (the unfiltered mask of a
+        connector set is kept until the index changes: most searches ask for it)."""
         arrays = self.file_arrays()
-        wanted = set(connector_ids)
+        wanted = frozenset(connector_ids)
         types = set(source_types) if source_types is not None else None
+        plain = types is None and modified_from is None and modified_to is None
+        if plain and wanted in self._masks:
+            return self._masks[wanted]
         keep = np.array(
             [f.alive and f.connector_id in wanted and (types is None or f.source_type in types) for f in self.files],
             dtype=bool,
@@ -216,9 +236,10 @@ class SearchIndex:
             keep &= arrays["modified"] >= modified_from
         if modified_to is not None:
             keep &= arrays["modified"] <= modified_to
-        if not len(keep):
-            return np.zeros(self.size, dtype=bool)
-        return keep[self.file_of] & self.alive
+        mask = keep[self.file_of] & self.alive if len(keep) else np.zeros(self.size, dtype=bool)
+        if plain:
+            self._masks[wanted] = mask
+        return mask
 
     def live_files(self, connector_ids: Iterable[str] | None = None) -> list[FileEntry]:
         wanted = set(connector_ids) if connector_ids is not None else None
