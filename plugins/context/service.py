@@ -14,7 +14,16 @@ from typing import Any
 
 import structlog
 
-from gateway.api import STORE, VECTOR_STORE, NotFound, PackContext, RelationalStore, ToolError, ValidationFailed
+from gateway.api import (
+    STORE,
+    VECTOR_STORE,
+    ConfigError,
+    NotFound,
+    PackContext,
+    RelationalStore,
+    ToolError,
+    ValidationFailed,
+)
 from gateway_plugins.context.config import ContextConfig
 from gateway_plugins.context.connectors import ConnectorRegistry
 from gateway_plugins.context.indexer import Indexer
@@ -114,14 +123,19 @@ class ContextService:
     async def _declare_configured(self) -> None:
         """Connectors declared in ``[plugins.context]`` exist in the store (added once, updated when changed)."""
         assert self.connectors is not None
-        for declared in self.config.connectors:
+        for number, declared in enumerate(self.config.connectors):
             raw = declared.model_dump()
             tenant = raw.pop("tenant")
             existing = await self.repo.connector_by_name(self.store, tenant, declared.name)
-            if existing is None:
-                await self.connectors.add(tenant, raw, origin="config")
-            else:
-                await self.connectors.update(tenant, existing["id"], raw)
+            try:
+                if existing is None:
+                    await self.connectors.add(tenant, raw, origin="config")
+                else:
+                    await self.connectors.update(tenant, existing["id"], raw)
+            except ToolError as exc:
+                raise ConfigError(
+                    f"'plugins.context.connectors[{number}]' ({declared.name!r}): {exc.message}"
+                ) from None
 
     async def stop(self) -> None:
         if self.jobs is not None:

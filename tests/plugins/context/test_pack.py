@@ -160,3 +160,13 @@ async def test_stop_is_graceful_and_the_next_start_resumes(tmp_path: Path, data_
         assert resumed["status"] == "completed" and resumed["current_job"]["progress"]["total"] == 300
         after = {r["path"]: r["id"] for r in await service.store.fetch_all("SELECT id, path FROM ctx_files")}
         assert len(after) == 300 and all(after[p] == i for p, i in done_before.items())
+
+
+async def test_a_bad_declared_connector_stops_the_start_naming_the_key(tmp_path: Path, data_dir: Path) -> None:
+    from gateway.api import ConfigError
+
+    config = context_config(context={"connectors": [{"type": "file", "name": "gone", "root": str(tmp_path / "x")}]})
+    with pytest.raises(ConfigError) as caught:
+        async with running_gateway(config, data_dir):
+            pass
+    assert "plugins.context.connectors[0]" in str(caught.value) and "does not exist" in str(caught.value)
