@@ -97,9 +97,10 @@ class JobRunner:
         """Mark jobs whose process died as interrupted: at once for a process of this host that no longer runs,
         after a silent heartbeat for one elsewhere."""
         before = datetime.now(UTC) - timedelta(seconds=max(10.0, 10 * self.heartbeat_seconds))
-        await self.repo.fail_stale_jobs(self.store, tenant, before)
         for row in await self.repo.jobs_of(self.store, tenant, ACTIVE, limit=10):
-            if row["id"] not in self._tasks and self._dead(row["owner"]):
+            if row["id"] in self._tasks:
+                continue  # alive here, even if a blocking call held its heartbeat back
+            if self._dead(row["owner"]) or row["heartbeat_at"] < before:
                 await self.repo.update_job(self.store, row["id"], {"status": "interrupted"})
 
     async def active(self, tenant: str) -> dict[str, Any] | None:

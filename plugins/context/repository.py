@@ -7,9 +7,7 @@ row update that serialises writers), so another process follows the changes in o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from gateway.api import RelationalStore, Transaction
@@ -221,15 +219,3 @@ class Repository:
             "ORDER BY started_at DESC LIMIT :limit",
             {"tenant": tenant, "limit": limit, **params},
         )
-
-    async def fail_stale_jobs(self, db: Db, tenant: str, before: datetime) -> int:
-        """Mark running jobs whose heartbeat stopped before ``before`` as interrupted (their process died)."""
-        return await db.execute(
-            "UPDATE ctx_jobs SET status = 'interrupted' WHERE tenant = :tenant AND status IN ('running', 'queued', "
-            "'stopping') AND heartbeat_at < :before",
-            {"tenant": tenant, "before": before},
-        )
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
