@@ -1,6 +1,7 @@
 """Code-search quality of the context pack on the benchmark of ``../shared/eval/context`` (development split).
 
-Each package is indexed through the pack's own tools (``context.connector_management`` add, ``context.index_control``
+Each package is indexed into a deployment of its own (the protocol scores each package against its own index) through
+the pack's own tools (``context.connector_management`` add, ``context.index_control``
 start, status until done) and every question is asked through ``context.search`` over the MCP SDK client
 (in-process). Prints the benchmark README's table (all / per package / per kind), with and without
 ``work_context``, and with ``--ablation`` the contribution of each ranking stage (same index, ranking switched).
@@ -73,33 +74,26 @@ async def call(client: Any, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     return result.structured_content
 
 
-async def index_packages(data_dir: Path, corpus: Path, embed: bool) -> dict[str, str]:
-    """Add one connector per package and index them all; returns package -> connector id."""
-    ids: dict[str, str] = {}
+async def index_package(data_dir: Path, root: Path, package: str, embed: bool) -> None:
+    """Index one package into its own deployment (the protocol: each package is scored against its own index)."""
     async with running_gateway(config(data_dir, embed=embed, ranking={})) as client:
-        for package, root in ROOTS.items():
-            added = await call(
-                client,
-                "context.connector_management",
-                {"action": "add", "connector_config": {"type": "file", "name": package, "root": str(corpus / root)}},
-            )
-            ids[package] = added["connectors"][0]["id"]
-        for package, connector_id in ids.items():
-            started = time.perf_counter()
-            await call(client, "context.index_control", {"action": "start", "connectors": [connector_id]})
-            while (await call(client, "context.index_control", {"action": "status"}))["status"] in (
-                "running",
-                "stopping",
-            ):
-                await asyncio.sleep(0.2)
-            listed = await call(client, "context.connector_management", {"action": "list"})
-            stats = next(c for c in listed["connectors"] if c["id"] == connector_id)["stats"]
-            print(
-                f"indexed {package}: {stats['documents_indexed']} files, {stats['chunks']} chunks, "
-                f"{time.perf_counter() - started:.1f} s",
-                file=sys.stderr,
-            )
-    return ids
+        added = await call(
+            client,
+            "context.connector_management",
+            {"action": "add", "connector_config": {"type": "file", "name": package, "root": str(root)}},
+        )
+        connector_id = added["connectors"][0]["id"]
+        started = time.perf_counter()
+        await call(client, "context.index_control", {"action": "start", "connectors": [connector_id]})
+        while (await call(client, "context.index_control", {"action": "status"}))["status"] == "running":
+            await asyncio.sleep(0.2)
+        listed = await call(client, "context.connector_management", {"action": "list"})
+        stats = listed["connectors"][0]["stats"]
+        print(
+            f"indexed {package}: {stats['documents_indexed']} files, {stats['chunks']} chunks, "
+            f"{time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
 
 
 def leaf_checker(corpus: Path) -> Any:
@@ -122,7 +116,7 @@ def leaf_checker(corpus: Path) -> Any:
 
 
 async def ask_all(
-    data_dir: Path,
+    base: Path,
     queries: list[dict],
     spans: dict,
     corpus: Path,
@@ -131,27 +125,26 @@ async def ask_all(
     use_context: bool,
     misses: bool = False,
 ) -> list[tuple[dict, dict]]:
+    """Every question through ``context.search``, each package against its own deployment."""
     rows = []
     is_leaf = leaf_checker(corpus)
-    async with running_gateway(config(data_dir, embed=embed, ranking=ranking)) as client:
-        listed = await call(client, "context.connector_management", {"action": "list"})
-        by_name = {c["name"]: c["id"] for c in listed["connectors"]}
-        for query in queries:
-            args: dict[str, Any] = {"query": query["query"], "top_k": 20}
-            if use_context and query["work_context"]:
-                args["work_context"] = query["work_context"]
-            result = await call(client, "context.search", args)
-            mine = [r for r in result["results"] if r["metadata"]["connector_id"] == by_name[query["package"]]]
-            returned = []
-            for r in mine:
-                start, end = (int(x) for x in r["metadata"]["lines"].split("-"))
-                returned.append(
-                    Returned(r["metadata"]["path"], r["metadata"]["symbol"], r["metadata"]["type"], start, end)
-                )
-            scores = score_query(query, returned, spans[query["id"]], lambda c, p=query["package"]: is_leaf(p, c))
-            rows.append((query, scores))
-            if misses and (scores["r1"] < 1 or scores["sym"] < 1):
-                print(query["id"], scores, [(x.file, x.symbol) for x in returned[:5]], file=sys.stderr)
+    for package in ROOTS:
+        async with running_gateway(config(base / package, embed=embed, ranking=ranking)) as client:
+            for query in (q for q in queries if q["package"] == package):
+                args: dict[str, Any] = {"query": query["query"], "top_k": 20}
+                if use_context and query["work_context"]:
+                    args["work_context"] = query["work_context"]
+                result = await call(client, "context.search", args)
+                returned = []
+                for r in result["results"]:
+                    start, end = (int(x) for x in r["metadata"]["lines"].split("-"))
+                    returned.append(
+                        Returned(r["metadata"]["path"], r["metadata"]["symbol"], r["metadata"]["type"], start, end)
+                    )
+                scores = score_query(query, returned, spans[query["id"]], lambda c, p=package: is_leaf(p, c))
+                rows.append((query, scores))
+                if misses and (scores["r1"] < 1 or scores["sym"] < 1):
+                    print(query["id"], scores, [(x.file, x.symbol) for x in returned[:5]], file=sys.stderr)
     return rows
 
 
@@ -196,7 +189,8 @@ def main() -> None:
     embed = not args.no_embed
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)
-        asyncio.run(index_packages(data_dir, args.corpus, embed))
+        for package, root in ROOTS.items():
+            asyncio.run(index_package(data_dir / package, args.corpus / root, package, embed))
         full = {} if embed else {"dense_weight": 0.0}
         rows = asyncio.run(ask_all(data_dir, queries, spans, args.corpus, embed, full, True, misses=args.misses))
         print(table(rows, f"with work_context (embed={embed})"))

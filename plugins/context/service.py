@@ -315,6 +315,9 @@ class ContextService:
                 raise
             handle.completed = base + len(scan.documents) if not outcome.stopped else handle.completed
             skipped = Counter(s.reason for s in scan.skipped)
+            if not scan.documents:  # an empty index must never be a mystery
+                reasons = ", ".join(f"{n} {r}" for r, n in skipped.most_common()) or "the source is empty"
+                outcome.failed.insert(0, f"no document to index ({reasons})")
             await self.repo.update_connector(
                 self.store,
                 row["id"],

@@ -170,3 +170,20 @@ async def test_a_bad_declared_connector_stops_the_start_naming_the_key(tmp_path:
         async with running_gateway(config, data_dir):
             pass
     assert "plugins.context.connectors[0]" in str(caught.value) and "does not exist" in str(caught.value)
+
+
+async def test_an_empty_index_says_why(tmp_path: Path, data_dir: Path) -> None:
+    root = tmp_path / "ignored"
+    root.mkdir()
+    (root / ".gitignore").write_text("*.py\n")
+    (root / "a.py").write_text("x = 1\n")
+    async with running_gateway(context_config(), data_dir) as client:
+        await add_file_connector(client, root, name="ignored")
+        await index_and_wait(client)
+        [info] = (await call(client, "context.connector_management", {"action": "list"}))["connectors"]
+        assert info["stats"]["documents_indexed"] == 0
+        assert info["stats"]["skipped"] == {"ignored": 1, "hidden": 1}
+        assert (
+            info["stats"]["last_error"].startswith("no document to index (")
+            and "1 ignored" in info["stats"]["last_error"]
+        )
