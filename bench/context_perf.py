@@ -96,7 +96,9 @@ async def flask_and_edit(tmp: Path) -> dict[str, float]:
     seed_model_cache(data_dir, model_graph())
     out: dict[str, float] = {}
     async with running_gateway(deployment(data_dir, embed=True)) as client:
+        cpu = time.process_time()  # every thread of this process: the pack, the embedder's passes, the stores
         connector_id, out["flask_index_s"] = await index(client, root, "flask")
+        out["flask_index_cpu_s"] = time.process_time() - cpu
         listed = await call(client, "context.connector_management", {"action": "list"})
         stats = listed["connectors"][0]["stats"]
         out["flask_files"], out["flask_chunks"] = stats["documents_indexed"], stats["chunks"]
@@ -258,7 +260,7 @@ def main() -> None:
         print("| measurement | value |\n|---|---|")
         print(
             f"| full index of flask ({small['flask_files']:.0f} files, {small['flask_chunks']:.0f} chunks) | "
-            f"{small['flask_index_s']:.1f} s |"
+            f"{small['flask_index_s']:.1f} s wall, {small['flask_index_cpu_s']:.1f} s CPU |"
         )
         print(f"| one-file edit searchable after `start` | {small['edit_searchable_s'] * 1000:.0f} ms |")
         if not args.skip_100k:
