@@ -7,7 +7,7 @@ from typing import Any
 
 import structlog
 
-from gateway.api import ProviderUnavailable, ValidationFailed
+from gateway.api import ValidationFailed
 from gateway_plugins.context.file_connector import safe_relative_path
 from gateway_plugins.context.models import QueryMetadata, ResultMetadata, SearchInput, SearchOutput, SearchResult
 from gateway_plugins.context.service import ContextService
@@ -15,6 +15,9 @@ from gateway_plugins.context.service import ContextService
 log = structlog.get_logger(__name__)
 
 __all__ = ["format_results", "search"]
+
+DENSE_DOWN = "-"
+"""Marks a search whose dense part failed (the embedders or the vector store): it answered lexically."""
 
 
 async def _dense(service: ContextService, query: str, connector_ids: list[str]) -> tuple[dict[int, float], str | None]:
@@ -25,12 +28,12 @@ async def _dense(service: ContextService, query: str, connector_ids: list[str]) 
         return {}, None
     try:
         embedded = await service.context.embeddings().embed_query(query)
-    except (TimeoutError, ProviderUnavailable) as exc:
-        log.warning("context.search.dense_unavailable", reason=str(exc))
-        return {}, None
-    points = await service.vectors.query(
-        embedded.embedder_id, embedded.vector, limit=service.config.dense_candidates, connector_ids=connector_ids
-    )
+        points = await service.vectors.query(
+            embedded.embedder_id, embedded.vector, limit=service.config.dense_candidates, connector_ids=connector_ids
+        )
+    except Exception as exc:  # documented fallback: a dense-side fault leaves the lexical and structural ranking
+        log.warning("context.search.dense_unavailable", reason=f"{type(exc).__name__}: {exc}")
+        return {}, DENSE_DOWN
     rows = service.live.index.row_by_chunk
     return {rows[p.id]: p.score for p in points if p.id in rows}, embedded.embedder_id
 
@@ -101,6 +104,9 @@ async def search(service: ContextService, tenant: str, args: SearchInput) -> Sea
             )
         )
     status, note = await _index_status(service, tenant, connectors, int(mask.sum()))
+    if embedder == DENSE_DOWN:
+        embedder = None
+        note = note or "semantic (dense) retrieval is unavailable right now; results come from lexical ranking only"
     return SearchOutput(
         results=results,
         total_results=len(results),

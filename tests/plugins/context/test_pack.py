@@ -187,3 +187,19 @@ async def test_an_empty_index_says_why(tmp_path: Path, data_dir: Path) -> None:
             info["stats"]["last_error"].startswith("no document to index (")
             and "1 ignored" in info["stats"]["last_error"]
         )
+
+
+async def test_a_dense_fault_falls_back_to_lexical_ranking(repo: Path, embed_data_dir: Path) -> None:
+    async with running_gateway(context_config(embed=True), embed_data_dir) as client:
+        await add_file_connector(client, repo)
+        service = client.runtime.packs["context"].service
+
+        async def broken(*args: object, **kwargs: object) -> list:
+            raise ConnectionError("vector store unreachable")
+
+        await index_and_wait(client)
+        service.vectors.query = broken  # the vector store goes away after indexing
+        hits = await call(client, "context.search", {"query": "expired card refused", "top_k": 3})
+        assert hits["results"][0]["metadata"]["symbol"] == "charge_card"
+        assert hits["query_metadata"]["embedder"] is None
+        assert "lexical ranking only" in hits["query_metadata"]["note"]
