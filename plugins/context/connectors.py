@@ -129,6 +129,17 @@ class ConnectorRegistry:
                 details={"errors": [{"field": "connector_config.type", "message": "cannot change"}]},
             )
         name = str(config.get("name", row["name"])).strip()
+        if not name:
+            raise ValidationFailed(
+                "connector_config.name: must not be empty",
+                details={"errors": [{"field": "connector_config.name", "message": "must not be empty"}]},
+            )
+        clash = await self.repo.connector_by_name(self.store, tenant, name)
+        if clash is not None and clash["id"] != connector_id:
+            raise ValidationFailed(
+                f"a connector named {name!r} already exists",
+                details={"errors": [{"field": "connector_config.name", "message": "already exists"}]},
+            )
         options = {k: v for k, v in config.items() if k not in _RESERVED}
         merged = {**row["config"], **_jsonable(options)}
         connector = self.build(kind, merged)

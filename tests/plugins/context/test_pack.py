@@ -203,3 +203,23 @@ async def test_a_dense_fault_falls_back_to_lexical_ranking(repo: Path, embed_dat
         assert hits["results"][0]["metadata"]["symbol"] == "charge_card"
         assert hits["query_metadata"]["embedder"] is None
         assert "lexical ranking only" in hits["query_metadata"]["note"]
+
+
+async def test_connector_names_stay_unique_per_tenant(repo: Path, data_dir: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    async with running_gateway(context_config(), data_dir) as client:
+        first = await add_file_connector(client, repo, name="one")
+        await add_file_connector(client, other, name="two")
+        for args in (
+            {"action": "add", "connector_config": {"type": "file", "name": "two", "root": str(other)}},
+            {"action": "update", "connector_id": first, "connector_config": {"name": "two"}},
+        ):
+            error = await call_error(client, "context.connector_management", args)
+            assert error["details"]["errors"][0]["field"] == "connector_config.name", args
+        renamed = await call(
+            client,
+            "context.connector_management",
+            {"action": "update", "connector_id": first, "connector_config": {"name": "uno"}},
+        )
+        assert renamed["connectors"][0]["name"] == "uno" and "re-index" not in renamed["message"]
