@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -73,8 +74,18 @@ async def search(service: ContextService, tenant: str, args: SearchInput) -> Sea
             active_row = index.file_by_path.get((connector_id, active))
             if active_row is not None:
                 break
-    dense, embedder = await _dense(service, args.query, connector_ids) if mask.any() else ({}, None)
-    ranked = ranker.rank(args.query, limit=args.top_k, allowed=mask, active_file=active_row, dense=dense)
+    dense: dict[int, float] = {}
+    embedder: str | None = None
+    lexical = None
+    if mask.any():
+        # The query is embedded on the embedder's threads while the lexical stages score on this one.
+        pending = asyncio.create_task(_dense(service, args.query, connector_ids))
+        await asyncio.sleep(0)
+        lexical = ranker.lexical(args.query)
+        dense, embedder = await pending
+    ranked = ranker.rank(
+        args.query, limit=args.top_k, allowed=mask, active_file=active_row, dense=dense, lexical=lexical
+    )
     chunks = [index.chunks[r.row] for r in ranked]
     contents = await service.repo.chunks_by_id(service.store, [c.id for c in chunks]) if chunks else {}
     results: list[SearchResult] = []

@@ -97,23 +97,12 @@ class Ranker:
     def query_terms(self, query: str) -> dict[str, float]:
         return dict.fromkeys(tokenize(query, drop_stopwords=True), 1.0)
 
-    def rank(
-        self,
-        query: str,
-        *,
-        limit: int,
-        allowed: np.ndarray | None = None,
-        active_file: int | None = None,
-        dense: Mapping[int, float] | None = None,
-    ) -> list[RankedChunk]:
-        """The best ``limit`` chunks. ``allowed`` masks rows (filters, tenancy); ``active_file`` is a file row;
-        ``dense`` maps rows to cosine similarities."""
+    def lexical(self, query: str) -> np.ndarray:
+        """Stages 1-3 (lexical, names and paths, definitions): a score per row, before dense and the rest. Split
+        out so a search can compute it while the query is being embedded."""
         index, opts = self.index, self.options
         n = index.size
-        if n == 0:
-            return []
         terms = self.query_terms(query)
-        mask = index.alive if allowed is None else (index.alive & allowed)
         ideal = sum(index.content.idf(t) for t in terms) or 1.0
         score = _normalised(index.content.scores(terms, n), ideal)
         if opts.structural:
@@ -125,6 +114,25 @@ class Ranker:
             for identifier in query_identifiers(query):
                 for row in index.rows_with_symbol(identifier):
                     score[row] += opts.definition_boost
+        return score
+
+    def rank(
+        self,
+        query: str,
+        *,
+        limit: int,
+        allowed: np.ndarray | None = None,
+        active_file: int | None = None,
+        dense: Mapping[int, float] | None = None,
+        lexical: np.ndarray | None = None,
+    ) -> list[RankedChunk]:
+        """The best ``limit`` chunks. ``allowed`` masks rows (filters, tenancy); ``active_file`` is a file row;
+        ``dense`` maps rows to cosine similarities; ``lexical``: :meth:`lexical` of this query, if already made."""
+        index, opts = self.index, self.options
+        if index.size == 0:
+            return []
+        mask = index.alive if allowed is None else (index.alive & allowed)
+        score = self.lexical(query) if lexical is None or len(lexical) != index.size else lexical
         if dense:
             rows = np.fromiter(dense.keys(), dtype=np.intp, count=len(dense))
             sims = np.fromiter(dense.values(), dtype=np.float32, count=len(dense))
