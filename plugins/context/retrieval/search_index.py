@@ -25,7 +25,7 @@ KIND_OTHER, KIND_CLASS, KIND_MODULE = 0, 1, 2
 _KIND_CODES = {"class": KIND_CLASS, "module": KIND_MODULE}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChunkEntry:
     """What a search needs of one chunk, besides its text (fetched from the store for the results only)."""
 
