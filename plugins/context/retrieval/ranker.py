@@ -92,6 +92,8 @@ class Ranker:
         self.options = options or RankingOptions()
         self.graph = ImportGraph(index)
         self._grams: dict[int, list[set[tuple[str, ...]]]] = {}
+        self._prior_cache: dict[tuple[bool, bool, bool], np.ndarray] = {}
+        self._priors_version = -1
         """Word trigrams of each chunk's string literals (rows never change content: computed once)."""
 
     def query_terms(self, query: str) -> dict[str, float]:
@@ -179,20 +181,30 @@ class Ranker:
         return grams
 
     def _priors(self, query: str, score: np.ndarray) -> None:
+        asked = (bool(_ASKS_TESTS.search(query)), bool(_ASKS_EXAMPLES.search(query)), bool(_ASKS_DOCS.search(query)))
+        score *= self._prior_factors(asked)
+
+    def _prior_factors(self, asked: tuple[bool, bool, bool]) -> np.ndarray:
+        """The prior of every row for a question that asks (or not) about tests, examples, docs; kept per index
+        version (eight variants at most)."""
+        if self._priors_version != self.index.version:
+            self._prior_cache = {}
+            self._priors_version = self.index.version
+        cached = self._prior_cache.get(asked)
+        if cached is not None and len(cached) == self.index.size:
+            return cached
         opts = self.options
-        factors = {
-            "test": opts.asked_penalty if _ASKS_TESTS.search(query) else opts.test_penalty,
-            "example": opts.asked_penalty if _ASKS_EXAMPLES.search(query) else opts.example_penalty,
-            "doc": opts.asked_penalty if _ASKS_DOCS.search(query) else opts.doc_penalty,
-        }
-        kinds = self.index.kind_codes
-        score[kinds == KIND_CLASS] *= opts.container_factor
-        score[kinds == KIND_MODULE] *= opts.module_factor
+        penalties = (opts.test_penalty, opts.example_penalty, opts.doc_penalty)
         arrays = self.index.file_arrays()
         per_file = np.ones(len(arrays["alive"]), dtype=np.float32)
-        for flag in ("test", "example", "doc"):
-            per_file[arrays[flag]] *= factors[flag]
-        score *= per_file[self.index.file_of]
+        for flag, was_asked, penalty in zip(("test", "example", "doc"), asked, penalties, strict=True):
+            per_file[arrays[flag]] *= opts.asked_penalty if was_asked else penalty
+        factors = per_file[self.index.file_of]
+        kinds = self.index.kind_codes
+        factors[kinds == KIND_CLASS] *= opts.container_factor
+        factors[kinds == KIND_MODULE] *= opts.module_factor
+        self._prior_cache[asked] = factors
+        return factors
 
     def _graph_boost(self, active_file: int, score: np.ndarray) -> None:
         opts = self.options
