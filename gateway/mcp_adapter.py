@@ -88,10 +88,14 @@ def build_server(runtime: GatewayRuntime) -> Server[Any]:
     async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
         principal = _principal(runtime, ctx)
         cursor = getattr(params, "cursor", None) if params is not None else None
-        fixed = [] if cursor else [
-            mt.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
-            for r in runtime.visible_resources(principal)
-        ]
+        fixed = (
+            []
+            if cursor
+            else [
+                mt.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
+                for r in runtime.visible_resources(principal)
+            ]
+        )
         try:
             entries, next_cursor = await runtime.list_template_resources(cursor, _new_context(runtime, ctx))
         except ToolError as err:
