@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import Any
 
+import numpy as np
 import structlog
 
 from gateway.api import ValidationFailed
@@ -55,12 +56,15 @@ async def search(service: ContextService, tenant: str, args: SearchInput) -> Sea
             "filters.date_range: 'from' is after 'to'",
             details={"errors": [{"field": "filters.date_range", "message": "'from' is after 'to'"}]},
         )
-    mask = index.row_mask(
-        connector_ids,
-        source_types=filters.source_types if filters and filters.source_types else None,
-        modified_from=date_from.timestamp() if date_from else None,
-        modified_to=date_to.timestamp() if date_to else None,
-    )
+
+    def allowed() -> np.ndarray:
+        return index.row_mask(
+            connector_ids,
+            source_types=filters.source_types if filters and filters.source_types else None,
+            modified_from=date_from.timestamp() if date_from else None,
+            modified_to=date_to.timestamp() if date_to else None,
+        )
+
     active_row = None
     if args.work_context and args.work_context.active_file:
         try:
@@ -77,12 +81,15 @@ async def search(service: ContextService, tenant: str, args: SearchInput) -> Sea
     dense: dict[int, float] = {}
     embedder: str | None = None
     lexical = None
-    if mask.any():
+    if allowed().any():
         # The query is embedded on the embedder's threads while the lexical stages score on this one.
         pending = asyncio.create_task(_dense(service, args.query, connector_ids))
         await asyncio.sleep(0)
         lexical = ranker.lexical(args.query)
         dense, embedder = await pending
+    # From here to the ranking nothing awaits: an index job writing meanwhile cannot change the rows under it
+    # (the mask is made now; a lexical score made before new rows arrived is made again by rank).
+    mask = allowed()
     ranked = ranker.rank(
         args.query, limit=args.top_k, allowed=mask, active_file=active_row, dense=dense, lexical=lexical
     )

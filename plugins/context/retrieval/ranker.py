@@ -133,6 +133,8 @@ class Ranker:
         index, opts = self.index, self.options
         if index.size == 0:
             return []
+        if allowed is not None and len(allowed) != index.size:  # made before rows were added: new rows stay out
+            allowed = np.pad(allowed, (0, max(0, index.size - len(allowed))))[: index.size]
         mask = index.alive if allowed is None else (index.alive & allowed)
         score = self.lexical(query) if lexical is None or len(lexical) != index.size else lexical
         if dense:

@@ -223,3 +223,22 @@ async def test_connector_names_stay_unique_per_tenant(repo: Path, data_dir: Path
             {"action": "update", "connector_id": first, "connector_config": {"name": "uno"}},
         )
         assert renamed["connectors"][0]["name"] == "uno" and "re-index" not in renamed["message"]
+
+
+async def test_searches_while_a_job_writes_never_fail(tmp_path: Path, embed_data_dir: Path) -> None:
+    root = tmp_path / "growing"
+    for n in range(120):
+        (root / f"p{n % 4}").mkdir(parents=True, exist_ok=True)
+        (root / f"p{n % 4}" / f"mod_{n}.py").write_text(f"def handler_{n}(request):\n    return request.path + '{n}'\n")
+    config = context_config(embed=True, context={"embed_batch": 4})
+    async with running_gateway(config, embed_data_dir) as client:
+        await add_file_connector(client, root, name="growing")
+        await call(client, "context.index_control", {"action": "start"})
+        searches = 0
+        while (await call(client, "context.index_control", {"action": "status"}))["status"] == "running":
+            result = await client.call_tool("context.search", {"query": "request path handler", "top_k": 5})
+            assert not result.is_error, result.content[0].text  # rows added mid-search must not break it
+            searches += 1
+        assert searches > 0
+        final = await call(client, "context.search", {"query": "handler_77", "top_k": 1})
+        assert final["results"][0]["metadata"]["symbol"] == "handler_77"
