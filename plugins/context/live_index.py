@@ -47,6 +47,8 @@ class LiveIndex:
         self.refresh_seconds = refresh_seconds
         self.last_seq = 0
         self._caught_up_at = float("-inf")
+        self._gone: set[str] = set()
+        """File versions removed by this process: a catch-up that read them just before must not bring them back."""
 
     def written(self, file_row: dict[str, Any], chunk_rows: Sequence[dict[str, Any]]) -> None:
         """A file version this process just wrote."""
@@ -55,6 +57,7 @@ class LiveIndex:
 
     def removed(self, file_id: str) -> None:
         self.index.remove_file(file_id)
+        self._gone.add(file_id)
 
     async def catch_up(self, *, max_age: float | None = None) -> None:
         """Apply the changes committed since the last call (removals first: the files table holds only live
@@ -79,9 +82,12 @@ class LiveIndex:
                 for chunk in chunks:
                     by_file.setdefault(chunk["file_id"], []).append(chunk)
                 for file_row in fresh:
+                    if file_row["id"] in self._gone or file_row["id"] in self.index.file_by_id:
+                        continue  # removed, or written by this process, while the chunks were read
                     entry, entries = _entries(file_row, by_file.get(file_row["id"], []))
                     self.index.add_file(entry, entries)
             if len(files) < _BATCH:
                 break
             seq = int(files[-1]["seq"])
         self.last_seq = target
+        self._gone.clear()  # removals up to ``target`` are in the store now: the next catch-up sees none of them
