@@ -11,6 +11,7 @@ import structlog
 
 from gateway.api import ValidationFailed
 from gateway_plugins.context.file_connector import safe_relative_path
+from gateway_plugins.context.jobs import ACTIVE
 from gateway_plugins.context.models import QueryMetadata, ResultMetadata, SearchInput, SearchOutput, SearchResult
 from gateway_plugins.context.service import ContextService
 
@@ -145,7 +146,8 @@ async def _index_status(
     """Tell "nothing matches" apart from "nothing is indexed (yet)"."""
     if not connectors:
         return "no_connectors", "no connector is configured: add one with context.connector_management"
-    active = await service.jobs.active(tenant) if service.jobs else None
+    running = await service.repo.jobs_of(service.store, tenant, ACTIVE)  # one indexed read; status expires dead ones
+    active = running[0] if running else None
     if active is not None:
         progress = f"{active['completed']}/{active['total']}"
         return "indexing", f"an indexing job is running ({progress} documents); results may be incomplete"
