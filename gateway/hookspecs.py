@@ -17,11 +17,13 @@ from gateway.api.registry import InterceptorRegistrar, PackRegistrar, ProviderRe
 
 @hookspec
 def gateway_register_providers(register: ProviderRegistrar) -> None:
-    """Offer swappable providers (embedders, vector stores, stores, rate limiters, sanitizers, auth, judges).
+    """Offer swappable providers (embedders, vector stores, stores, rate limiters, sanitizers, auth, judges,
+    connectors).
 
     Called once when the plugin manager is built, before configuration is validated, so that config can name
     any provider an installed plugin offers. Call ``register(kind, name, factory, config_model=...)`` once per
-    provider. Nothing is constructed here: factories run only when a deployment selects the provider.
+    provider. Nothing is constructed here: factories run only when a deployment selects the provider, or when a pack
+    builds a configured instance with :meth:`gateway.api.PackContext.instantiate` (one per source, for connectors).
 
     The return value is ignored.
     """

@@ -91,12 +91,24 @@ def build_server(runtime: GatewayRuntime) -> Server[Any]:
 
     async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
         principal = _principal(runtime, ctx)
-        return mt.ListResourcesResult(
-            resources=[
+        cursor = getattr(params, "cursor", None) if params is not None else None
+        fixed = (
+            []
+            if cursor
+            else [
                 mt.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=r.mime_type)
                 for r in runtime.visible_resources(principal)
             ]
         )
+        try:
+            entries, next_cursor = await runtime.list_template_resources(cursor, _new_context(runtime, ctx))
+        except ToolError as err:
+            raise MCPError(INVALID_PARAMS, err.message, err.to_body()["error"]) from None
+        listed = [
+            mt.Resource(uri=e.uri, name=e.name, description=e.description, mime_type=e.mime_type, size=e.size)
+            for e in entries
+        ]
+        return mt.ListResourcesResult(resources=fixed + listed, next_cursor=next_cursor)
 
     async def list_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
         principal = _principal(runtime, ctx)

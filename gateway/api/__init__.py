@@ -8,6 +8,15 @@ from __future__ import annotations
 
 from gateway.api.auth import Authenticator
 from gateway.api.commands import CommandEnvironment
+from gateway.api.connectors import (
+    Connector,
+    DocumentContent,
+    HistoryEntry,
+    ScanResult,
+    SkippedDocument,
+    SkipReason,
+    SourceDocument,
+)
 from gateway.api.context import CallContext, Principal
 from gateway.api.embedding import DocumentEmbeddings, Embedder, EmbeddingService, EmbedTask, QueryEmbedding
 from gateway.api.errors import (
@@ -42,6 +51,7 @@ from gateway.api.markers import PROJECT_NAME, hookimpl
 from gateway.api.rate_limits import RateDecision, RateLimiter, RateLimitRule
 from gateway.api.registry import (
     AUTH,
+    CONNECTOR,
     EMBEDDER,
     JUDGE,
     PROVIDER_KINDS,
@@ -54,6 +64,7 @@ from gateway.api.registry import (
     PackContext,
     PackRegistrar,
     ProviderContext,
+    ProviderInstantiator,
     ProviderRegistrar,
     Secret,
 )
@@ -76,6 +87,8 @@ from gateway.api.tools import (
     ReindexReport,
     Resource,
     ResourceContent,
+    ResourceEntry,
+    ResourcePage,
     ResourceTemplate,
     Tool,
     ToolAnnotations,
@@ -86,6 +99,7 @@ from gateway.api.vectors import FieldType, Filter, ScoredPoint, VectorPoint, Vec
 
 __all__ = [
     "AUTH",
+    "CONNECTOR",
     "EMBEDDER",
     "JUDGE",
     "PROJECT_NAME",
@@ -101,6 +115,8 @@ __all__ = [
     "CallNext",
     "CommandEnvironment",
     "ConfigError",
+    "Connector",
+    "DocumentContent",
     "DocumentEmbeddings",
     "EmbedTask",
     "Embedder",
@@ -111,6 +127,7 @@ __all__ = [
     "Finding",
     "Forbidden",
     "GatewayError",
+    "HistoryEntry",
     "InsufficientData",
     "Interceptor",
     "InterceptorContext",
@@ -128,6 +145,7 @@ __all__ = [
     "PluginError",
     "Principal",
     "ProviderContext",
+    "ProviderInstantiator",
     "ProviderRegistrar",
     "ProviderUnavailable",
     "QueryEmbedding",
@@ -142,6 +160,8 @@ __all__ = [
     "RelationalStore",
     "Resource",
     "ResourceContent",
+    "ResourceEntry",
+    "ResourcePage",
     "ResourceTemplate",
     "RestRoute",
     "RestRouteSource",
@@ -153,10 +173,14 @@ __all__ = [
     "SanitizationService",
     "SanitizedText",
     "Sanitizer",
+    "ScanResult",
     "ScoredPoint",
     "Secret",
     "ServiceUnavailable",
     "Severity",
+    "SkipReason",
+    "SkippedDocument",
+    "SourceDocument",
     "StoreIntegrityError",
     "Tool",
     "ToolAnnotations",

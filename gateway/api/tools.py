@@ -38,6 +38,8 @@ class Tool(Generic[InT, OutT]):
     ``scope`` is the permission a caller needs (``None``: anyone who may reach the gateway).
     ``text_indent`` sets the indentation of the JSON text block (``None``: compact); ``exclude_none`` leaves
     fields whose value is ``None`` out of the result (for optional fields a client must not see as ``null``).
+    ``text`` renders the text block from the output model instead of the JSON dump (a formatted text meant for an
+    LLM's context window); ``structuredContent`` still carries the model.
     """
 
     name: str
@@ -49,6 +51,7 @@ class Tool(Generic[InT, OutT]):
     scope: str | None = None
     text_indent: int | None = None
     exclude_none: bool = False
+    text: Callable[[OutT], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,31 @@ class Resource:
 
 
 @dataclass(frozen=True)
+class ResourceEntry:
+    """One concrete resource of a template's family, as ``resources/list`` shows it."""
+
+    uri: str
+    name: str
+    mime_type: str | None = None
+    description: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class ResourcePage:
+    """A page of a template's resources; ``next_cursor`` (opaque to the host) fetches the next one."""
+
+    entries: Sequence[ResourceEntry]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True)
 class ResourceTemplate:
     """A resource family addressed by an RFC 6570 template, such as ``gim://issues/{issue_id}/stats``.
 
-    ``read`` receives the variables the host extracted from the URI.
+    ``read`` receives the variables the host extracted from the URI. ``{name}`` matches one path segment,
+    ``{+name}`` (reserved expansion) any text including ``/``. ``list``, when given, enumerates the family's
+    current members page by page, and ``resources/list`` shows them after the fixed resources.
     """
 
     uri_template: str
@@ -84,6 +108,7 @@ class ResourceTemplate:
     description: str | None = None
     mime_type: str = "application/json"
     scope: str | None = None
+    list: Callable[[str | None, CallContext], Awaitable[ResourcePage]] | None = None
 
 
 class ToolPack:
