@@ -153,6 +153,11 @@ def openapi_document(
             operation["x-required-scope"] = tool.scope
             if schemes:
                 operation["security"] = _security(schemes, tool.scope)
+        if tool.scope_by is not None:  # the scope a call needs, by the value of one argument
+            operation["x-scope-by-argument"] = {
+                "argument": tool.scope_by.argument,
+                "scopes": dict(tool.scope_by.scopes),
+            }
         paths[f"{PREFIX}/tools/{served.name}"] = {"post": operation}
     for item in visible:
         path = paths.setdefault(PREFIX + item.route.path, {})

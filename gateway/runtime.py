@@ -82,6 +82,10 @@ def _validation_details(exc: ValidationError) -> list[dict[str, str]]:
     ]
 
 
+def _lacks(scope: str | None, tool_name: str) -> Forbidden:
+    return Forbidden(f"the caller lacks the scope {scope!r} required by {tool_name}", details={"required_scope": scope})
+
+
 def _template_regex(template: str) -> re.Pattern[str]:
     """``{name}`` matches one path segment; ``{+name}`` (RFC 6570 reserved expansion) matches across ``/``."""
     pattern = re.sub(r"\\\{\\\+(\w+)\\\}", r"(?P<\1>.*)", re.escape(template))
@@ -206,7 +210,7 @@ class GatewayRuntime:
 
     def visible_tools(self, principal: Principal) -> list[ServedTool]:
         """The tools ``principal`` may call (``tools/list`` shows only these)."""
-        return [served for served in self.tools.values() if principal.allows(served.tool.scope)]
+        return [served for served in self.tools.values() if served.tool.visible_to(principal)]
 
     def new_context(
         self,
@@ -254,17 +258,17 @@ class GatewayRuntime:
     async def _call(self, served: ServedTool, arguments: Mapping[str, Any], context: CallContext) -> CallOutcome:
         tool = served.tool
         try:
-            if not context.principal.allows(tool.scope):
-                raise Forbidden(
-                    f"the caller lacks the scope {tool.scope!r} required by {served.name}",
-                    details={"required_scope": tool.scope},
-                )
+            if not tool.visible_to(context.principal):
+                raise _lacks(tool.scope, served.name)
             try:
                 args = tool.input_model.model_validate(arguments)
             except ValidationError as exc:
                 errors = _validation_details(exc)
                 summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
                 raise ValidationFailed(f"invalid arguments: {summary}", details={"errors": errors}) from None
+            required = tool.scope_for(args)
+            if not context.principal.allows(required):
+                raise _lacks(required, served.name)
             call = ToolCall(tool=tool, pack=served.pack, arguments=args, raw_arguments=arguments, context=context)
             result = await self._chain(call)
             model = self._checked_output(tool, result)

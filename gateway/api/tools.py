@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from gateway.api.context import CallContext
+from gateway.api.context import CallContext, Principal
 from gateway.api.errors import ToolError
 from gateway.api.rest import RestRoute
 
@@ -30,12 +30,27 @@ class ToolAnnotations:
 
 
 @dataclass(frozen=True)
+class ScopeByArgument:
+    """A scope that depends on what a call asks for: the value of one argument (an ``action``) picks it.
+
+    ``Tool(..., scope="index:write", scope_by=ScopeByArgument("action", {"status": "index:read"}))``: a call with
+    ``action="status"`` needs ``index:read``, any other call ``index:write``. The host checks the scope of the
+    validated arguments before the handler runs (over HTTP, the raw arguments first: 403 ``insufficient_scope``
+    naming that scope), and ``tools/list`` shows the tool to a caller holding any of its scopes.
+    """
+
+    argument: str
+    scopes: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class Tool(Generic[InT, OutT]):
     """One tool: its full name, pydantic models for input and output, and an async handler.
 
     The host derives ``inputSchema``/``outputSchema`` from the models, validates arguments before the handler
     and the returned model after it, and answers with ``structuredContent`` plus a JSON text block.
-    ``scope`` is the permission a caller needs (``None``: anyone who may reach the gateway).
+    ``scope`` is the permission a caller needs (``None``: anyone who may reach the gateway); ``scope_by`` makes
+    it depend on one argument's value (:class:`ScopeByArgument`).
     ``text_indent`` sets the indentation of the JSON text block (``None``: compact); ``exclude_none`` leaves
     fields whose value is ``None`` out of the result (for optional fields a client must not see as ``null``).
     ``text`` renders the text block from the output model instead of the JSON dump (a formatted text meant for an
@@ -52,6 +67,25 @@ class Tool(Generic[InT, OutT]):
     text_indent: int | None = None
     exclude_none: bool = False
     text: Callable[[OutT], str] | None = None
+    scope_by: ScopeByArgument | None = None
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """Every scope some call of this tool needs."""
+        found = {self.scope, *(self.scope_by.scopes.values() if self.scope_by else ())}
+        return frozenset(scope for scope in found if scope)
+
+    def visible_to(self, principal: Principal) -> bool:
+        """Whether ``principal`` may make some call of this tool (``tools/list`` shows it)."""
+        return self.scope is None or any(principal.allows(scope) for scope in self.scopes)
+
+    def scope_for(self, arguments: BaseModel | Mapping[str, Any]) -> str | None:
+        """The scope a call with ``arguments`` (validated, or raw as sent) needs."""
+        if self.scope_by is None:
+            return self.scope
+        name = self.scope_by.argument
+        value = arguments.get(name) if isinstance(arguments, Mapping) else getattr(arguments, name, None)
+        return self.scope_by.scopes.get(value, self.scope) if isinstance(value, str) else self.scope
 
 
 @dataclass(frozen=True)
