@@ -136,7 +136,7 @@ def openapi_document(
                 "headers": RATE_HEADERS,
                 "content": {"application/json": {"schema": refs[(tool.output_model, "serialization")]}},
             },
-            **_responses((400, 401, 403, 404, 413, 415, 422, 429, 500, 503), error_response, bool(schemes)),
+            **_responses((400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503), error_response, bool(schemes)),
         }
         operation: dict[str, Any] = {
             "operationId": served.name,

@@ -66,7 +66,7 @@ async def _for_file(service: ContextService, tenant: str, raw_path: str) -> Rela
         )
         return RelatedOutput(
             file_path=path,
-            connector_id=row["id"],
+            connector_id=row["public_id"],
             summary=summary,
             commits=commits,
             authors=[AuthorStat(author=a, commits=n) for a, n in authors.most_common()],
