@@ -14,28 +14,8 @@ import anyio
 import pytest
 from openapi_spec_validator import validate
 
-from tests.plugins.context.rest_support import SCOPES, Api, envelope, rest_config, serve
+from tests.plugins.context.rest_support import ROUTES, SCOPES, Api, envelope, rest_config, serve
 from tests.plugins.context.support import sample_repo
-
-ROUTES = {
-    ("GET", "/health"): (None, None),
-    ("GET", "/status"): ("index:read", 10),
-    ("POST", "/search"): ("search:read", 100),
-    ("GET", "/search/suggestions"): ("search:read", 50),
-    ("POST", "/index/start"): ("index:write", 10),
-    ("POST", "/index/stop"): ("index:write", 10),
-    ("GET", "/index/status"): ("index:read", 30),
-    ("POST", "/index/force-reindex"): ("index:write", 5),
-    ("GET", "/connectors"): ("connectors:read", 20),
-    ("POST", "/connectors"): ("connectors:write", 10),
-    ("GET", "/connectors/{id}"): ("connectors:read", 20),
-    ("PUT", "/connectors/{id}"): ("connectors:write", 10),
-    ("DELETE", "/connectors/{id}"): ("connectors:write", 5),
-    ("GET", "/config"): ("config:read", 5),
-    ("PATCH", "/config"): ("config:write", 2),
-}
-"""Every route of the spec's section 1.4 (but ``POST /auth/refresh``, the jwt provider's): (scope, requests per
-minute; ``None``: unlimited)."""
 
 
 @pytest.fixture(scope="module")

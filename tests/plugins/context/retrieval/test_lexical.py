@@ -10,7 +10,7 @@ from gateway_plugins.context.retrieval.lexical import BM25Field
 def _field(versions: int) -> tuple[BM25Field, list[int]]:
     """Three documents, the first two replaced ``versions`` times (each version a new row, as re-indexing does)."""
     field, rows, row = BM25Field(), {}, 0
-    for version in range(versions + 1):
+    for _ in range(versions + 1):
         for doc, tokens in (("a", ["bulk", "alpha"]), ("b", ["bulk", "beta"])):
             if doc in rows:
                 field.remove(rows[doc])
