@@ -126,7 +126,9 @@ class RelatedOutput(BaseModel):
 
 class IndexControlInput(_In):
     action: Literal["start", "stop", "status", "force_reindex"]
-    connectors: list[str] | None = Field(None, description="Connector ids (default: all of the caller's)")
+    connectors: list[str] | None = Field(
+        None, description="Connector ids or types, or 'all' (default: all of the caller's)"
+    )
 
 
 class JobProgress(BaseModel):

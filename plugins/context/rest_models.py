@@ -107,7 +107,7 @@ class Suggestions(BaseModel):
 
 class IndexStartInput(_In):
     connectors: list[str] | None = Field(
-        None, max_length=100, description="Connector ids (default, or 'all': every connector of the caller's)"
+        None, max_length=100, description="Connector ids or types (default, or 'all': every connector of the caller's)"
     )
     force_full_reindex: bool = Field(False, description="Re-chunk and re-embed every document")
 
@@ -125,7 +125,9 @@ class ForceReindexInput(_In):
     confirm_destructive: Annotated[Literal[True], BeforeValidator(_true_only)] = Field(
         description="Must be true: every document is re-chunked and re-embedded"
     )
-    connectors: list[str] = Field(default_factory=lambda: ["all"], max_length=100, description="Ids, or ['all']")
+    connectors: list[str] = Field(
+        default_factory=lambda: ["all"], max_length=100, description="Ids or types, or ['all']"
+    )
 
 
 class ReindexStarted(BaseModel):

@@ -238,17 +238,21 @@ class ContextService:
     # -- index control -----------------------------------------------------------------------------------------
 
     async def _selected(self, tenant: str, ids: Sequence[str] | None) -> list[dict[str, Any]]:
+        """The tenant's connectors named by ``ids``: connector ids, connector types (every connector of the type, as
+        the spec's ``["github", "slack"]``; an id is ``<type>-<name>``, so the two never clash) or ``"all"``."""
         rows = await self.repo.list_connectors(self.store, tenant)
-        if not ids:
+        if not ids or "all" in ids:
             return rows
         by_id = {r["public_id"]: r for r in rows}
-        unknown = [i for i in ids if i not in by_id and i != "all"]
+        types = {r["type"] for r in rows}
+        unknown = [i for i in ids if i not in by_id and i not in types]
         if unknown:
             raise NotFound(
                 f"unknown connector id(s): {', '.join(unknown)}",
                 details={"field": "connectors", "unknown": unknown, "known": sorted(by_id)},
             )
-        return rows if "all" in ids else [by_id[i] for i in dict.fromkeys(ids)]
+        wanted = set(ids)
+        return [r for r in rows if r["public_id"] in wanted or r["type"] in wanted]
 
     async def index_status(self, tenant: str) -> IndexControlOutput:
         """The running job (else the latest one) and the last completed one."""

@@ -110,9 +110,9 @@ def test_index_control_start_status_stop_and_force(tmp_path: Path) -> None:
         assert resumed["current_job"]["progress"] == {"completed": 300, "total": 300, "current_connector": "file-many"}
         assert resumed["last_completed"]["documents_processed"] == 300
         assert resumed["last_completed"]["duration_minutes"] >= 0
-        again = api.ok("POST", "/index/start", "admin", 202, json={})
+        again = api.ok("POST", "/index/start", "admin", 202, json={"connectors": ["file"]})  # a type: all of it
         assert again["estimated_duration_minutes"] == 1  # the last completed index job took under a minute
-        api.wait_for_job("admin")
+        assert api.wait_for_job("admin")["current_job"]["progress"]["current_connector"] == "file-many"
         unknown = envelope(
             api.call("POST", "/index/start", "admin", json={"connectors": ["nope"]}), 404, "NOT_FOUND_ERROR"
         )
