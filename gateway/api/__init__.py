@@ -1,7 +1,8 @@
 """The public surface of the gateway: the only module a plugin imports from the host.
 
-Hook markers, the Tool/ToolPack types, the call context, errors, and the provider protocols (Embedder,
-VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator).
+Hook markers, the Tool/ToolPack types (with resources and prompts), the call context, errors, the provider
+protocols (Embedder, VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator) and the client for
+other MCP servers (UpstreamConnector).
 """
 
 from __future__ import annotations
@@ -70,6 +71,10 @@ from gateway.api.stores import Migration, RelationalStore, StoreIntegrityError, 
 from gateway.api.tools import (
     CallNext,
     Interceptor,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    PromptResult,
     Reindexable,
     ReindexProgress,
     ReindexReport,
@@ -79,7 +84,26 @@ from gateway.api.tools import (
     Tool,
     ToolAnnotations,
     ToolCall,
+    ToolOutput,
     ToolPack,
+    ToolResult,
+    UpstreamStatus,
+)
+from gateway.api.upstream import (
+    HttpTarget,
+    ListKind,
+    RemotePrompt,
+    RemoteResource,
+    RemoteResourceTemplate,
+    RemoteTool,
+    StdioTarget,
+    UpstreamConnectionLost,
+    UpstreamConnector,
+    UpstreamError,
+    UpstreamRequestFailed,
+    UpstreamSession,
+    UpstreamSessionExpired,
+    UpstreamTarget,
 )
 from gateway.api.vectors import FieldType, Filter, ScoredPoint, VectorPoint, VectorStore
 
@@ -110,6 +134,7 @@ __all__ = [
     "Finding",
     "Forbidden",
     "GatewayError",
+    "HttpTarget",
     "InsufficientData",
     "Interceptor",
     "InterceptorContext",
@@ -118,6 +143,7 @@ __all__ = [
     "Judge",
     "JudgeRequest",
     "JudgeResult",
+    "ListKind",
     "Migration",
     "NotFound",
     "PackContext",
@@ -125,6 +151,10 @@ __all__ = [
     "PlaceholderMap",
     "PluginError",
     "Principal",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "PromptResult",
     "ProviderContext",
     "ProviderRegistrar",
     "ProviderUnavailable",
@@ -137,6 +167,10 @@ __all__ = [
     "ReindexReport",
     "Reindexable",
     "RelationalStore",
+    "RemotePrompt",
+    "RemoteResource",
+    "RemoteResourceTemplate",
+    "RemoteTool",
     "Resource",
     "ResourceContent",
     "ResourceTemplate",
@@ -152,14 +186,25 @@ __all__ = [
     "Secret",
     "ServiceUnavailable",
     "Severity",
+    "StdioTarget",
     "StoreIntegrityError",
     "Tool",
     "ToolAnnotations",
     "ToolCall",
     "ToolError",
+    "ToolOutput",
     "ToolPack",
+    "ToolResult",
     "Transaction",
     "Unauthenticated",
+    "UpstreamConnectionLost",
+    "UpstreamConnector",
+    "UpstreamError",
+    "UpstreamRequestFailed",
+    "UpstreamSession",
+    "UpstreamSessionExpired",
+    "UpstreamStatus",
+    "UpstreamTarget",
     "ValidationFailed",
     "VectorPoint",
     "VectorStore",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 
@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, SecretStr
 from gateway.api.embedding import EmbeddingService
 from gateway.api.sanitizers import SanitizationService
 from gateway.api.tools import Interceptor, Tool, ToolPack
+from gateway.api.upstream import UpstreamConnector
 
 EMBEDDER = "embedder"
 VECTOR_STORE = "vector_store"
@@ -66,6 +67,18 @@ class PackContext:
     embeddings: Callable[[], EmbeddingService]
     """The embedder chain, built on first call (packs that never embed never load a model)."""
     sanitization: Callable[[], SanitizationService]
+    upstreams: Callable[[], UpstreamConnector] = field(default=lambda: _no_upstreams())
+    """The client for other MCP servers (:mod:`gateway.api.upstream`), for packs that front them."""
+    catalogue_changed: Callable[[], Awaitable[None]] = field(default=lambda: _nothing_to_announce())
+    """Await after the pack's tools, resources or prompts changed: the host reads them again and notifies clients."""
+
+
+def _no_upstreams() -> UpstreamConnector:
+    raise NotImplementedError("this host offers no upstream connector")
+
+
+async def _nothing_to_announce() -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -77,7 +90,8 @@ class InterceptorContext:
     data_dir: Path
     provider: ProviderLookup
     tools: Mapping[str, tuple[str, Tool[Any, Any]]]
-    """Every served tool by full name, with the name of the pack that offers it."""
+    """Every served tool by full name, with the name of the pack that offers it (a live view: it follows the
+    packs' catalogue changes)."""
 
 
 ProviderFactory = Callable[[ProviderContext], Any]
