@@ -1,4 +1,5 @@
-"""The ``gateway`` command line: serve, inspect plugins and tools, call a tool, check config, reindex."""
+"""The ``gateway`` command line: serve, inspect plugins and tools (and the remote servers they come from), call a
+tool, check config, reindex."""
 
 from __future__ import annotations
 
@@ -159,11 +160,24 @@ def serve(env: CliEnvironment, transport: str | None, host: str | None, port: in
     _run(main)
 
 
+def _upstream_lines(runtime: Any) -> list[str]:
+    """One line per remote server the packs forward to (and its last error): which tools come from where."""
+    lines = []
+    for pack, status in runtime.upstream_statuses():
+        lines.append(
+            f"    {pack}/{status.name}  {status.transport}  {status.state}  {status.tools} tools  {status.detail}"
+        )
+        if status.last_error:
+            lines.append(f"        last error: {status.last_error}")
+    return lines
+
+
 @cli.command("plugins")
 @_config_option
 @click.pass_obj
 def plugins_command(env: CliEnvironment) -> None:
-    """Inventory of loaded plugins: distribution, entry point, module, hooks, what each offers."""
+    """Inventory of loaded plugins: distribution, entry point, module, hooks, what each offers; then the enabled
+    packs with their tool counts and the state of the remote servers they front."""
     loaded, plugins = prepare(env.config_path)
     for info in plugins.inventory():
         click.echo(f"{info.name}  ({info.distribution} {info.version})")
@@ -174,6 +188,24 @@ def plugins_command(env: CliEnvironment) -> None:
     blocked = loaded.config.gateway.block
     if blocked:
         click.echo(f"blocked: {', '.join(blocked)}")
+    if not loaded.config.packs.enabled:
+        return
+
+    async def main() -> list[str]:
+        async with running_runtime(env.config_path) as runtime:
+            counts = {name: 0 for name in runtime.packs}
+            for served in runtime.tools.values():
+                counts[served.pack] += 1
+            return [f"  {name}: {count} tools" for name, count in counts.items()] + _upstream_lines(runtime)
+
+    try:
+        lines = _run(main)
+    except GatewayError as exc:
+        click.echo(f"enabled packs: not started ({exc})")
+        return
+    click.echo(f"enabled packs ({env.config_path}):")
+    for line in lines:
+        click.echo(line)
 
 
 @cli.command("tools")
@@ -185,24 +217,36 @@ def tools_command(env: CliEnvironment, as_json: bool) -> None:
 
     async def main() -> None:
         async with running_runtime(env.config_path) as runtime:
-            rows = [
-                {
-                    "name": name,
-                    "pack": served.pack,
-                    "description": served.tool.description,
-                    "scope": served.tool.scope,
-                    "inputSchema": served.input_schema,
-                    "outputSchema": served.output_schema,
-                }
-                for name, served in runtime.tools.items()
-            ]
+            states = {(pack, status.name): status for pack, status in runtime.upstream_statuses()}
+            rows = []
+            for name, served in runtime.tools.items():
+                status = states.get((served.pack, served.tool.upstream or ""))
+                rows.append(
+                    {
+                        "name": name,
+                        "pack": served.pack,
+                        "upstream": served.tool.upstream,
+                        "upstream_state": status.state if status else None,
+                        "upstream_error": status.last_error if status else None,
+                        "description": served.tool.description,
+                        "scope": served.tool.scope,
+                        "inputSchema": served.input_schema,
+                        "outputSchema": served.output_schema,
+                    }
+                )
+            upstreams = _upstream_lines(runtime)
         if as_json:
             click.echo(json.dumps(rows, indent=2))
             return
         for row in rows:
-            click.echo(f"{row['name']}  [{row['pack']}]  scope={row['scope'] or '-'}")
+            source = f"{row['pack']}/{row['upstream']}: {row['upstream_state']}" if row["upstream"] else row["pack"]
+            click.echo(f"{row['name']}  [{source}]  scope={row['scope'] or '-'}")
             click.echo(f"    {row['description'].splitlines()[0] if row['description'] else ''}")
             click.echo(f"    input:  {json.dumps(row['inputSchema'])}")
+        if upstreams:
+            click.echo("upstream servers:")
+            for line in upstreams:
+                click.echo(line)
 
     _run(main)
 

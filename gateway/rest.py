@@ -1,6 +1,7 @@
 """The REST facade at ``/api/v1``: every tool as ``POST /api/v1/tools/{name}``, the caller's tools at
 ``GET /api/v1/tools``, and an OpenAPI 3.1 document generated from the same pydantic models that give MCP its
-schemas, with the security schemes the configured authenticator accepts.
+schemas (a tool declared with JSON Schemas, such as a remote server's, brings its own), with the security schemes
+the configured authenticator accepts.
 
 Every route sits behind :class:`gateway.http_security.SecurityMiddleware`; the caller's principal is on
 ``request.state``. Errors use the envelope of :mod:`gateway.http_errors`.
@@ -25,7 +26,7 @@ from gateway.api.rate_limits import RateDecision
 from gateway.http_auth import HttpAuth
 from gateway.http_errors import STATUS_CODES, error_envelope, tool_error_response
 from gateway.http_security import scope_refusal
-from gateway.runtime import GatewayRuntime, UnknownTool
+from gateway.runtime import GatewayRuntime, ServedTool, UnknownTool
 
 PREFIX = "/api/v1"
 
@@ -158,6 +159,16 @@ def _responses(statuses: tuple[int, ...], error_response: dict[str, Any], secure
     return responses
 
 
+def _schemas(served: ServedTool, refs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The request and response body schemas of a tool: references to its models, or its own JSON Schemas (a
+    tool without an output schema answers with MCP's ``{"content", "isError"}`` shape)."""
+    tool = served.tool
+    if tool.input_model is not None:
+        return refs[(tool.input_model, "validation")], refs[(tool.output_model, "serialization")]
+    content = {"type": "object", "properties": {"content": {"type": "array"}, "isError": {"type": "boolean"}}}
+    return served.input_schema, served.output_schema or content
+
+
 def openapi_document(
     runtime: GatewayRuntime, auth: HttpAuth | None = None, principal: Principal | None = None
 ) -> dict[str, Any]:
@@ -171,7 +182,8 @@ def openapi_document(
     schemes = security_schemes(auth)
     models: list[tuple[type[BaseModel], Any]] = [(ErrorEnvelope, "serialization")]
     for served in served_tools:
-        models += [(served.tool.input_model, "validation"), (served.tool.output_model, "serialization")]
+        if served.tool.input_model is not None and served.tool.output_model is not None:
+            models += [(served.tool.input_model, "validation"), (served.tool.output_model, "serialization")]
     refs, schema = models_json_schema(models, ref_template="#/components/schemas/{model}")
     error_response = {"content": {"application/json": {"schema": refs[(ErrorEnvelope, "serialization")]}}}
     rate_headers = {
@@ -204,11 +216,12 @@ def openapi_document(
     }
     for served in served_tools:
         tool = served.tool
+        in_schema, out_schema = _schemas(served, refs)
         responses: dict[str, Any] = {
             "200": {
                 "description": "The tool's result",
                 "headers": rate_headers,
-                "content": {"application/json": {"schema": refs[(tool.output_model, "serialization")]}},
+                "content": {"application/json": {"schema": out_schema}},
             },
             **_responses((400, 401, 403, 404, 413, 415, 422, 429, 500, 503), error_response, bool(schemes)),
         }
@@ -219,7 +232,7 @@ def openapi_document(
             "tags": [served.pack],
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": refs[(tool.input_model, "validation")]}},
+                "content": {"application/json": {"schema": in_schema}},
             },
             "responses": responses,
         }
