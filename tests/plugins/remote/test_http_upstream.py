@@ -142,11 +142,10 @@ async def test_no_caller_credential_reaches_the_upstream(tmp_path: Path, py_http
 
 
 async def test_rate_limit_rules_name_remote_tools(tmp_path: Path, py_http: HttpUpstream):
+    rule = {"name": "py", "tools": ["py_echo"], "kind": "daily", "limit": 2}
     quota = {
         "pipeline": {"interceptors": [{"name": "rate_limit"}]},
-        "plugins": {
-            "interceptor": {"rate_limit": {"rules": [{"name": "py", "tools": ["py_echo"], "kind": "daily", "limit": 2}]}}
-        },
+        "plugins": {"interceptor": {"rate_limit": {"rules": [rule]}}},
     }
     config = remote_config(tmp_path, [_server(py_http)], **quota)
     async with running_gateway(config) as client:

@@ -112,6 +112,9 @@ def review(code: str, language: str = "python") -> str:
 
 
 def main() -> None:
+    if os.environ.get("PY_SERVER_FAIL"):
+        print("cannot start: told to fail", file=sys.stderr)
+        sys.exit(3)
     STATE.mkdir(parents=True, exist_ok=True)
     if sys.argv[1] == "stdio":
         server.run("stdio")
