@@ -196,3 +196,21 @@ async def test_metrics_count_remote_calls_per_upstream(tmp_path: Path, py_http: 
     assert f"gateway_tool_call_duration_seconds_count{{{labels}}} 1.0" in text
     assert 'gateway_upstream_up{pack="remote",upstream="py"} 1.0' in text
     assert "secret-argument-value" not in text and key not in text
+
+
+async def test_allow_and_deny_lists(tmp_path: Path, py_http: HttpUpstream):
+    servers = [
+        _server(py_http, name="only", prefix="a_", tools={"allow": ["echo", "add"]}),
+        _server(py_http, name="most", prefix="b_", tools={"deny": ["leak", "grow"]}),
+    ]
+    async with running_gateway(remote_config(tmp_path, servers)) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+    assert {n for n in names if n.startswith("a_")} == {"a_echo", "a_add"}
+    assert {n for n in names if n.startswith("b_")} == {
+        "b_echo",
+        "b_add",
+        "b_slow",
+        "b_overlap",
+        "b_pid",
+        "b_whoami",
+    }
