@@ -61,14 +61,29 @@ def _stop_group(child: subprocess.Popen[bytes]) -> int:
     return 128 + signal.SIGTERM
 
 
+def _next_signal(timeout: float, received: list[int]) -> int | None:
+    """The next stop or child signal within ``timeout`` seconds (queued while blocked, where the OS can)."""
+    if hasattr(signal, "sigtimedwait"):
+        info = signal.sigtimedwait(_SIGNALS, timeout)
+        return info.si_signo if info is not None else None
+    time.sleep(min(timeout, 0.2))  # no sigtimedwait (macOS): handlers record what arrives
+    return received.pop(0) if received else None
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] != "--":
         print("usage: upstream_launcher.py GATEWAY_PID -- COMMAND [ARG...]", file=sys.stderr)
         return 2
     gateway_pid = int(argv[1])
     command = argv[3:]
-    # Blocked (and so queued for sigtimedwait below) before anything can send them; the server gets them back.
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    received: list[int] = []
+    if hasattr(signal, "sigtimedwait"):
+        # Blocked (and so queued for sigtimedwait below) before anything can send them; the server gets them back.
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    else:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+        for sig in _SIGNALS - {signal.SIGCHLD}:
+            signal.signal(sig, lambda signum, _frame: received.append(signum))
     set_parent_death_signal(signal.SIGTERM)
     if os.getppid() != gateway_pid:  # the gateway died before the death signal was armed
         return 1
@@ -89,8 +104,8 @@ def main(argv: list[str]) -> int:
             return status if status >= 0 else 128 - status
         if os.getppid() != gateway_pid:
             return _stop_group(child)
-        info = signal.sigtimedwait(_SIGNALS, 1.0)
-        if info is not None and info.si_signo != signal.SIGCHLD:
+        signum = _next_signal(1.0, received)
+        if signum is not None and signum != signal.SIGCHLD:
             return _stop_group(child)
 
 

@@ -211,6 +211,7 @@ async def test_allow_and_deny_lists(tmp_path: Path, py_http: HttpUpstream):
         "b_add",
         "b_slow",
         "b_overlap",
+        "b_pause",
         "b_pid",
         "b_whoami",
     }

@@ -56,6 +56,13 @@ async def slow(seconds: float, steps: int, ctx: Context) -> str:
     return f"done after {steps} steps"
 
 
+@server.tool(description="Wait `ms` milliseconds (a remote call's own latency), then answer.")
+async def pause(ms: float) -> str:
+    if ms > 0:
+        await anyio.sleep(ms / 1000)
+    return "ok"
+
+
 @server.tool(description="Sleep; answer how many calls of this tool ever ran at once.")
 async def overlap(seconds: float) -> int:
     _running["now"] += 1
