@@ -3,7 +3,7 @@ client packs use to front other MCP servers (:class:`gateway.api.UpstreamConnect
 
 Everything MCP-specific (types, error codes, transports, the SDK client used by in-process tests and the CLI)
 stays here, so an SDK upgrade touches one file. What needs no SDK lives beside it: an upstream session's life and
-its wire-JSON answers (:mod:`gateway.upstream_session`), the stdio launcher and stderr logging
+its wire-JSON answers (:mod:`gateway.upstream_session`, :mod:`gateway.wire`), the stdio launcher and stderr logging
 (:mod:`gateway.upstream_process`).
 """
 
@@ -29,8 +29,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
-from gateway import __version__
-from gateway import mcp_wire as wire
+from gateway import __version__, wire
 from gateway.api.context import CallContext, Principal, ProgressSink
 from gateway.api.errors import ToolError
 from gateway.api.upstream import (

@@ -16,7 +16,7 @@ from typing import IO, Any, Protocol
 
 import anyio
 
-from gateway import mcp_wire as wire
+from gateway import wire
 from gateway.api.context import ProgressSink
 from gateway.api.tools import PromptResult, ResourceContent, ToolResult
 from gateway.api.upstream import (

@@ -215,3 +215,26 @@ async def test_allow_and_deny_lists(tmp_path: Path, py_http: HttpUpstream):
         "b_pid",
         "b_whoami",
     }
+
+
+async def test_a_server_down_at_start_joins_when_it_comes_up(tmp_path: Path, py_http: HttpUpstream):
+    """The gateway starts without it; once it answers, its tools appear and connected clients are told."""
+    py_http.kill()
+    server = _server(py_http, restart_backoff_seconds=0.2, max_backoff_seconds=0.5, connect_timeout_seconds=2)
+    announced = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            announced.set()
+
+    with http_gateway(remote_config(tmp_path, [server])) as (base, runtime):
+        async with Client(f"{base}/mcp", mode="legacy", message_handler=on_message) as client:
+            before = {t.name for t in (await client.list_tools()).tools}
+            state_before = runtime.packs["remote"].upstreams[0].state
+            py_http.start()
+            with anyio.fail_after(30):
+                await announced.wait()
+            after = {t.name for t in (await client.list_tools()).tools}
+            echo = await client.call_tool("py_echo", {"text": "joined"})
+    assert not before and state_before in ("down", "starting")
+    assert "py_echo" in after and echo.structured_content == {"result": "joined"}
