@@ -54,10 +54,8 @@ def _served(name: str, pack_name: str, pack: ToolPack, tool: Tool[Any, Any], met
     bound = metrics.for_tool(name, pack_name, tool.upstream)
     if tool.input_model is not None:
         assert tool.output_model is not None
-        return ServedTool(
-            name, pack_name, tool, pack, encoder, input_schema(tool.input_model), output_schema(tool.output_model),
-            metrics=bound,
-        )  # fmt: skip
+        schemas = input_schema(tool.input_model), output_schema(tool.output_model)
+        return ServedTool(name, pack_name, tool, pack, encoder, *schemas, metrics=bound)
     assert tool.input_schema is not None
     out = dict(tool.output_schema) if tool.output_schema is not None else None
     try:

@@ -4,6 +4,10 @@ protocol eras, progress and cancellation end to end, session expiry, list change
 from __future__ import annotations
 
 import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +15,11 @@ import anyio
 import httpx
 import mcp.types as mt
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from gateway.testing import http_gateway, running_gateway
 from tests.gateway.http_support import key_manager, mcp_client, sdk_refusal
-from tests.plugins.remote.support import HttpUpstream, eventually, remote_config
+from tests.plugins.remote.support import HttpUpstream, eventually, remote_config, write_toml
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -28,34 +32,51 @@ def _cancellations(upstream: HttpUpstream) -> list[str]:
     return sorted(p.name for p in upstream.state.glob("cancelled-*"))
 
 
-@pytest.mark.parametrize(("protocol", "era"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
-async def test_python_server_over_http_in_both_eras(tmp_path: Path, py_http: HttpUpstream, protocol: str, era: str):
+@asynccontextmanager
+async def _downstream(transport: str, config: dict[str, Any], tmp_path: Path) -> AsyncIterator[Client]:
+    """The official client talking to a gateway over ``transport``: a ``gateway serve`` subprocess on stdio, or
+    HTTP on loopback."""
+    if transport == "stdio":
+        path = write_toml(tmp_path / "gateway.toml", config)
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "gateway", "serve", "--config", str(path)], env=dict(os.environ)
+        )
+        async with Client(params) as client:
+            yield client
+    else:
+        with http_gateway(config) as (base, _runtime):
+            async with Client(f"{base}/mcp") as client:
+                yield client
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_python_server_over_http(tmp_path: Path, py_http: HttpUpstream, protocol: str, transport: str):
+    """Both protocol eras upstream (``auto`` negotiates 2026-07-28 with this server), stdio and HTTP downstream."""
     config = remote_config(tmp_path, [_server(py_http, protocol=protocol)])
-    with http_gateway(config) as (base, runtime):
-        async with Client(f"{base}/mcp") as client:
-            tools = {t.name: t for t in (await client.list_tools()).tools}
-            added = await client.call_tool("py_add", {"a": 2, "b": 40})
-            greeting = await client.read_resource("py://greeting")
-            item = await client.read_resource("py://items/42")
-            prompt = await client.get_prompt("py_review", {"code": "x = 1"})
-            missing = None
-            try:
-                await client.get_prompt("py_review", {})
-            except Exception as exc:  # the host refuses before the server is asked
-                missing = exc
+    async with _downstream(transport, config, tmp_path) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        added = await client.call_tool("py_add", {"a": 2, "b": 40})
+        greeting = await client.read_resource("py://greeting")
+        item = await client.read_resource("py://items/42")
+        prompt = await client.get_prompt("py_review", {"code": "x = 1"})
+        missing = None
+        try:
+            await client.get_prompt("py_review", {})
+        except Exception as exc:  # the host refuses before the server is asked
+            missing = exc
 
-            seen: list[tuple[float, str | None]] = []
+        seen: list[tuple[float, str | None]] = []
 
-            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                seen.append((progress, message))
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, message))
 
-            slow = await client.call_tool("py_slow", {"seconds": 0.3, "steps": 3}, progress_callback=on_progress)
-            with anyio.move_on_after(0.5):
-                await client.call_tool("py_slow", {"seconds": 30, "steps": 3})
-            cancelled_upstream = await eventually(lambda: len(_cancellations(py_http)) == 1)
-        negotiated = runtime.packs["remote"].upstreams[0].session.protocol_version
+        slow = await client.call_tool("py_slow", {"seconds": 0.3, "steps": 3}, progress_callback=on_progress)
+        with anyio.move_on_after(0.5):
+            await client.call_tool("py_slow", {"seconds": 30, "steps": 3})
+        cancelled_upstream = await eventually(lambda: len(_cancellations(py_http)) == 1)
+        after = await client.call_tool("py_echo", {"text": "after"})
 
-    assert negotiated == era
     assert tools["py_add"].output_schema["properties"]["total"]["type"] == "integer"
     assert added.structured_content == {"total": 42}
     assert greeting.contents[0].text == "hello from python"
@@ -64,6 +85,15 @@ async def test_python_server_over_http_in_both_eras(tmp_path: Path, py_http: Htt
     assert missing is not None and "code" in str(missing)
     assert seen == [(1, "step 1"), (2, "step 2"), (3, "step 3")] and slow.structured_content
     assert cancelled_upstream, "the cancellation did not reach the upstream server"
+    assert after.structured_content == {"result": "after"}
+
+
+@pytest.mark.parametrize(("protocol", "era"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+async def test_the_configured_protocol_era_is_used(tmp_path: Path, py_http: HttpUpstream, protocol: str, era: str):
+    async with running_gateway(remote_config(tmp_path, [_server(py_http, protocol=protocol)])) as client:
+        upstream = client.runtime.packs["remote"].upstreams[0]
+        assert upstream.session.protocol_version == era
+        assert (await client.call_tool("py_echo", {"text": era})).structured_content == {"result": era}
 
 
 async def test_session_expiry_reinitialises(tmp_path: Path, py_http: HttpUpstream):
