@@ -42,6 +42,8 @@ CONFIG = """
 data_dir = "{data}"
 identity = "bench"
 log_level = "info"
+[transport]
+json_response = {json_response}
 [packs]
 enabled = ["remote"]
 [providers]
@@ -159,7 +161,9 @@ async def main(args: argparse.Namespace) -> None:
         upstream_port, gateway_port = _free_port(), _free_port()
         upstream_url = f"http://127.0.0.1:{upstream_port}/mcp"
         config = Path(tmp) / "gateway.toml"
-        config.write_text(CONFIG.format(data=Path(tmp) / "data", url=upstream_url))
+        config.write_text(
+            CONFIG.format(data=Path(tmp) / "data", url=upstream_url, json_response=str(args.json_response).lower())
+        )
         upstream = subprocess.Popen(
             [sys.executable, str(PY_SERVER), "http", str(upstream_port), str(Path(tmp) / "state")],
             stdout=subprocess.DEVNULL,
@@ -215,4 +219,7 @@ if __name__ == "__main__":
     parser.add_argument("--work-ms", type=float, nargs="+", default=[0.0, 10.0, 50.0])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--mode", default="auto", help="the client's protocol mode: auto (2026-07-28) or legacy")
+    parser.add_argument(
+        "--json-response", action="store_true", help="the gateway answers with JSON bodies instead of SSE streams"
+    )
     anyio.run(main, parser.parse_args())

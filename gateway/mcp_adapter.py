@@ -206,10 +206,17 @@ def build_server(runtime: GatewayRuntime) -> Server[Any]:
             raise _protocol_error(err) from None
         return mt.GetPromptResult.model_validate(wire.prompt_result_json(result))
 
+    def tool_input_schema(name: str) -> dict[str, Any] | None:
+        # The 2026-07-28 HTTP path checks a call's Mcp-Param headers against the tool's schema; without this it
+        # runs a whole tools/list per call to find it (about 1 ms of the gateway's CPU per call).
+        served = runtime.tools.get(name)
+        return served.input_schema if served is not None else None
+
     server = _GatewayServer(
         runtime.name,
         version=__version__,
         instructions=runtime.instructions,
+        get_tool_input_schema=tool_input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
