@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 from jsonschema.protocols import Validator
 
-from gateway.api.errors import PluginError
+from gateway.api.errors import ConfigError
 from gateway.api.tools import Prompt, Resource, ResourceTemplate, Tool, ToolPack
 from gateway.json_schemas import compile_schema
 from gateway.metrics import GatewayMetrics, ToolMetrics
@@ -58,11 +58,8 @@ def _served(name: str, pack_name: str, pack: ToolPack, tool: Tool[Any, Any], met
         return ServedTool(name, pack_name, tool, pack, encoder, *schemas, metrics=bound)
     assert tool.input_schema is not None
     out = dict(tool.output_schema) if tool.output_schema is not None else None
-    try:
-        validator = compile_schema(tool.input_schema, what=f"the input schema of tool {name!r}")
-        out_validator = compile_schema(out, what=f"the output schema of tool {name!r}") if out is not None else None
-    except ValueError as exc:
-        raise PluginError(f"pack {pack_name!r}: {exc}") from None
+    validator = compile_schema(tool.input_schema, what=f"the input schema of tool {name!r}")
+    out_validator = compile_schema(out, what=f"the output schema of tool {name!r}") if out is not None else None
     return ServedTool(
         name, pack_name, tool, pack, encoder, dict(tool.input_schema), out, validator, out_validator, bound
     )
@@ -71,15 +68,17 @@ def _served(name: str, pack_name: str, pack: ToolPack, tool: Tool[Any, Any], met
 class Catalogue:
     """Every served tool, resource, template and prompt, with the pack that offers it."""
 
-    def __init__(self, metrics: GatewayMetrics) -> None:
+    def __init__(self, metrics: GatewayMetrics, source: str = "<config>") -> None:
         self.metrics = metrics
+        self.source = source
+        """The config file, named by the errors a clash at start-up raises."""
         self.tools: dict[str, ServedTool] = {}
         self.resources: dict[str, tuple[str, Resource]] = {}
         self.templates: list[tuple[str, ResourceTemplate, re.Pattern[str]]] = []
         self.prompts: dict[str, tuple[str, Prompt]] = {}
 
     def add_pack(self, pack_name: str, pack: ToolPack, prefix: str = "") -> None:
-        """Index a pack at start-up. Raises :class:`PluginError` on a name another pack already offers."""
+        """Index a pack at start-up. Raises :class:`ConfigError` on a name another pack already offers."""
         self._add(pack_name, pack, prefix, strict=True)
 
     def replace_pack(self, pack_name: str, pack: ToolPack, prefix: str = "") -> None:
@@ -93,11 +92,10 @@ class Catalogue:
                 del table[key]
         self.templates[:] = [entry for entry in self.templates if entry[0] != pack_name]
 
-    def _clash(self, strict: bool, message: str) -> bool:
+    def _clash(self, strict: bool, message: str) -> None:
         if strict:
-            raise PluginError(message)
+            raise ConfigError(f"{self.source}: 'packs.enabled': {message}")
         log.error("catalogue change refused", reason=message)
-        return True
 
     def _add(self, pack_name: str, pack: ToolPack, prefix: str, *, strict: bool) -> None:
         for tool in pack.tools():
@@ -112,12 +110,14 @@ class Catalogue:
                 continue
             try:
                 self.tools[full] = _served(full, pack_name, pack, tool, self.metrics)
-            except PluginError as exc:
-                self._clash(strict, str(exc))
+            except ValueError as exc:  # a schema that is no JSON Schema
+                # A remote server's tool is the server's to fix: it is left out, the gateway serves the rest.
+                self._clash(strict and tool.upstream is None, f"pack {pack_name!r}: {exc}")
         for resource in pack.resources():
             if resource.uri in self.resources:
                 other = self.resources[resource.uri][0]
-                self._clash(strict, f"resource {resource.uri!r} is offered by pack {other!r} and by pack {pack_name!r}")
+                message = f"resource {resource.uri!r} is offered by pack {other!r} and by pack {pack_name!r}"
+                self._clash(strict, f"{message}; enable one of them")
                 continue
             self.resources[resource.uri] = (pack_name, resource)
         for template in pack.resource_templates():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -13,13 +14,18 @@ from typing import Any
 
 import anyio
 import click
+import structlog
 
 from gateway.api.errors import GatewayError
 from gateway.api.tools import Reindexable, ToolPack
-from gateway.app import DEFAULT_CONFIG, prepare, running_runtime
+from gateway.app import DEFAULT_CONFIG, prepare, read_config, running_runtime
+from gateway.config import LogLevel
 from gateway.logs import configure_logging
 from gateway.plugin_manager import create_plugin_manager
 from gateway.providers import ProviderHub
+from gateway.runtime import GatewayRuntime
+
+log = structlog.get_logger(__name__)
 
 CONFIG_ENV = "MCP_GATEWAY_CONFIG"
 
@@ -34,14 +40,39 @@ def default_config_path() -> Path:
 
 
 class CliEnvironment:
-    """click's ``obj`` for every command: the chosen config, and access to the deployment on demand."""
+    """click's ``obj`` for every command: the chosen config, the verbosity, and the deployment on demand.
 
-    def __init__(self, config_path: Path) -> None:
+    Commands print their result on stdout and log on stderr at ``warning`` and above (``-v``: ``info``, ``-vv``:
+    ``debug``, ``-q``: ``error``); ``serve``, whose logs are its output, logs at the configured level unless
+    ``-v``/``-q`` is given.
+    """
+
+    def __init__(self, config_path: Path, *, serving: bool = False) -> None:
         self.config_path = config_path
+        self.serving = serving
+        self.verbosity = 0
+        """-1 with ``-q``, else the number of ``-v``."""
+
+    def log_level(self) -> LogLevel | None:
+        """The level to log at; None for the configured one."""
+        if self.verbosity < 0:
+            return "error"
+        if self.verbosity > 0:
+            return "info" if self.verbosity == 1 else "debug"
+        return None if self.serving else "warning"
+
+    def configure_logging(self) -> None:
+        configure_logging(self.log_level() or "info")  # never on stdout: it is the stdio wire, and command output
+
+    @asynccontextmanager
+    async def running_runtime(self) -> AsyncIterator[GatewayRuntime]:
+        """The deployment, started (packs, interceptors, providers), logging at :meth:`log_level`."""
+        async with running_runtime(self.config_path, log_level=self.log_level()) as runtime:
+            yield runtime
 
     @asynccontextmanager
     async def running_pack(self, name: str) -> AsyncIterator[ToolPack]:
-        async with running_runtime(self.config_path) as runtime:
+        async with self.running_runtime() as runtime:
             if name not in runtime.packs:
                 raise click.ClickException(f"pack {name!r} is not enabled in {self.config_path}")
             yield runtime.packs[name]
@@ -102,11 +133,15 @@ class GatewayGroup(click.Group):
 @click.option(
     "--config", "config_path", type=click.Path(path_type=Path), default=None, help="Deployment config (TOML)."
 )
+@click.option("-v", "--verbose", count=True, help="Log info (-vv: debug) on stderr; commands log warnings only.")
+@click.option("-q", "--quiet", is_flag=True, help="Log errors only.")
 @click.pass_context
-def cli(ctx: click.Context, config_path: Path | None) -> None:
+def cli(ctx: click.Context, config_path: Path | None, verbose: int, quiet: bool) -> None:
     """A plugin-architecture MCP gateway."""
-    configure_logging("info")  # never on stdout: it is the stdio wire, and command output
-    ctx.obj = CliEnvironment(config_path or default_config_path())
+    env = CliEnvironment(config_path or default_config_path(), serving=ctx.invoked_subcommand == "serve")
+    env.verbosity = -1 if quiet else verbose
+    env.configure_logging()
+    ctx.obj = env
 
 
 def _accept_config_after(command: click.Command) -> None:
@@ -118,21 +153,29 @@ def _accept_config_after(command: click.Command) -> None:
 
 
 def _config_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--config`` accepted after the sub-command too (``gateway serve --config x.toml``)."""
+    """``--config``, ``-v`` and ``-q`` accepted after the sub-command too (``gateway serve --config x.toml``)."""
 
-    def callback(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+    def config(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
         if value is not None:
             ctx.ensure_object(CliEnvironment).config_path = value
 
-    return click.option(
+    def verbosity(ctx: click.Context, param: click.Parameter, value: int | bool) -> None:
+        if value:
+            env = ctx.ensure_object(CliEnvironment)
+            env.verbosity = -1 if param.name == "quiet" else max(env.verbosity, 0) + int(value)
+            env.configure_logging()
+
+    eager: dict[str, Any] = {"expose_value": False, "is_eager": True}
+    func = click.option(
         "--config",
         type=click.Path(path_type=Path),
         default=None,
-        expose_value=False,
-        callback=callback,
-        is_eager=True,
+        callback=config,
         help="Deployment config (TOML).",
+        **eager,
     )(func)
+    func = click.option("-v", "--verbose", count=True, callback=verbosity, help="Log info (-vv: debug).", **eager)(func)
+    return click.option("-q", "--quiet", is_flag=True, callback=verbosity, help="Log errors only.", **eager)(func)
 
 
 @cli.command()
@@ -142,22 +185,63 @@ def _config_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @_config_option
 @click.pass_obj
 def serve(env: CliEnvironment, transport: str | None, host: str | None, port: int | None) -> None:
-    """Serve the configured packs over MCP stdio or Streamable HTTP."""
+    """Serve the configured packs over MCP stdio or Streamable HTTP.
+
+    SIGINT or SIGTERM stops serving, then the packs and providers (stores flushed and closed); the process then
+    ends by that signal (a shell reports 128 + its number). A second signal ends it at once."""
     from gateway import http, mcp_adapter
+    from gateway.shutdown import exit_by, shutdown_signals
 
-    async def main() -> None:
-        async with running_runtime(env.config_path) as runtime:
-            kind = transport or runtime.loaded.config.transport.kind
-            if kind == "stdio":
-                await mcp_adapter.serve_stdio(runtime)
-            else:
+    async def main() -> int | None:
+        async with shutdown_signals() as shutdown:
+            started = False
+            try:
+                async with env.running_runtime() as runtime:
+                    started = True
+                    kind = transport or runtime.loaded.config.transport.kind
+                    if kind == "stdio":
+                        await shutdown.serve(lambda: mcp_adapter.serve_stdio(runtime))
+                    else:
 
-                def ready(bound: int, _stop: Any) -> None:
-                    click.echo(f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True)
+                        def ready(bound: int, stop: Callable[[], None]) -> None:
+                            click.echo(
+                                f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True
+                            )
+                            shutdown.stop_gracefully_with(stop)
 
-                await http.serve_http(runtime, host=host, port=port, on_ready=ready)
+                        await shutdown.serve(
+                            lambda: http.serve_http(
+                                runtime, host=host, port=port, on_ready=ready, capture_signals=False
+                            )
+                        )
+            except Exception as exc:
+                if started or not _stdio_client_waits(env, transport):
+                    raise
+                # An MCP client launched us: tell it why, rather than leave it a bare "Connection closed".
+                detail = str(exc) if isinstance(exc, GatewayError) else f"{type(exc).__name__} (the log has details)"
+                log.error("gateway failed to start", error=detail, exc_info=not isinstance(exc, GatewayError))
+                click.echo(f"Error: the gateway could not start: {detail}", err=True)
+                await shutdown.serve(lambda: mcp_adapter.refuse_stdio(f"the gateway could not start: {detail}"))
+                if shutdown.received is None:
+                    raise SystemExit(1) from None
+            if shutdown.received is not None:
+                log.info("stopped", signal=signal.Signals(shutdown.received).name)
+            return shutdown.received
 
-    _run(main)
+    signum = _run(main)
+    if signum is not None:
+        exit_by(signum)
+
+
+def _stdio_client_waits(env: CliEnvironment, transport: str | None) -> bool:
+    """Whether an MCP client is on stdin (the stdio transport, and stdin is not a terminal)."""
+    kind = transport
+    if kind is None:
+        try:
+            kind = read_config(env.config_path).config.transport.kind
+        except Exception:
+            kind = "stdio"  # the default
+    return kind == "stdio" and not sys.stdin.isatty()
 
 
 def _upstream_lines(runtime: Any) -> list[str]:
@@ -192,7 +276,7 @@ def plugins_command(env: CliEnvironment) -> None:
         return
 
     async def main() -> list[str]:
-        async with running_runtime(env.config_path) as runtime:
+        async with env.running_runtime() as runtime:
             counts = {name: 0 for name in runtime.packs}
             for served in runtime.tools.values():
                 counts[served.pack] += 1
@@ -216,7 +300,7 @@ def tools_command(env: CliEnvironment, as_json: bool) -> None:
     """The tools the configured packs serve, with their schemas."""
 
     async def main() -> None:
-        async with running_runtime(env.config_path) as runtime:
+        async with env.running_runtime() as runtime:
             states = {(pack, status.name): status for pack, status in runtime.upstream_statuses()}
             rows = []
             for name, served in runtime.tools.items():
@@ -257,18 +341,15 @@ def tools_command(env: CliEnvironment, as_json: bool) -> None:
 @_config_option
 @click.pass_obj
 def call_command(env: CliEnvironment, tool: str, arguments: str) -> None:
-    """Call TOOL once in-process with ARGUMENTS (a JSON object) and print the result."""
-    try:
-        parsed = json.loads(arguments)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not JSON: {exc}", param_hint="ARGUMENTS") from None
-    if not isinstance(parsed, dict):
-        raise click.BadParameter("must be a JSON object", param_hint="ARGUMENTS")
+    """Call TOOL once in-process and print the result (exit status 1 when it is an error).
+
+    ARGUMENTS is a JSON object: inline, ``-`` to read it from stdin, or ``@FILE`` to read it from a file."""
+    parsed = read_arguments(arguments)
 
     async def main() -> bool:
         from gateway.runtime import UnknownTool
 
-        async with running_runtime(env.config_path) as runtime:
+        async with env.running_runtime() as runtime:
             context = runtime.new_context(transport="cli")
             try:
                 outcome = await runtime.call_tool(tool, parsed, context)
@@ -279,6 +360,34 @@ def call_command(env: CliEnvironment, tool: str, arguments: str) -> None:
 
     if _run(main):
         sys.exit(1)
+
+
+def read_arguments(value: str) -> dict[str, Any]:
+    """A tool's arguments from the command line: a JSON object written inline, ``-`` (stdin) or ``@FILE``.
+    A problem is a usage error naming where the text came from."""
+    if value == "-":
+        source, text = "stdin", sys.stdin.read()
+    elif value.startswith("@"):
+        path = Path(value[1:]).expanduser()
+        source = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="ARGUMENTS") from None
+        except UnicodeDecodeError:
+            raise click.BadParameter(f"{path} is not UTF-8 text", param_hint="ARGUMENTS") from None
+    else:
+        source, text = "the command line", value
+    if not text.strip():
+        raise click.BadParameter(f"{source} gave nothing; expected a JSON object", param_hint="ARGUMENTS")
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"{source}: not JSON: {exc}", param_hint="ARGUMENTS") from None
+    if not isinstance(parsed, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(parsed), "a number or null")
+        raise click.BadParameter(f"{source}: must be a JSON object, not {kind}", param_hint="ARGUMENTS")
+    return parsed
 
 
 @cli.group("config")
@@ -311,7 +420,7 @@ def reindex_command(env: CliEnvironment, missing: bool) -> None:
     from tqdm import tqdm
 
     async def main() -> None:
-        async with running_runtime(env.config_path) as runtime:
+        async with env.running_runtime() as runtime:
             packs = [(name, pack) for name, pack in runtime.packs.items() if isinstance(pack, Reindexable)]
             if not packs:
                 click.echo("no enabled pack keeps vectors", err=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -138,6 +140,18 @@ class LoadedConfig:
             table = f"plugins.{reg.name}" if reg.kind == "pack" else f"plugins.{reg.kind}.{reg.name}"
             self.plugin_configs[key] = _validate_plugin_table(self, reg, {}, table)
         return self.plugin_configs[key]
+
+
+@contextmanager
+def errors_name_the_file(source: str) -> Iterator[None]:
+    """Re-raise a :class:`ConfigError` raised inside the block (by a plugin, which knows its table but not the
+    file) as one whose message starts with ``source``, the config file, as every config error's does."""
+    try:
+        yield
+    except ConfigError as exc:
+        if str(exc).startswith(f"{source}:"):
+            raise
+        raise ConfigError(f"{source}: {exc}") from exc
 
 
 def _format_errors(source: str, exc: ValidationError, prefix: str = "") -> str:

@@ -1,12 +1,14 @@
 """MCP Streamable HTTP (both protocol eras) plus ``/health``, the REST facade and the OAuth protected-resource
 metadata, behind the security checks and a body limit.
 
-Request order: CORS (when ``transport.allowed_origins`` is set) → body-size limit → Host/Origin, header-only
-credentials, authentication and MCP tool scopes (:mod:`gateway.http_security`) → route.
+Request order: CORS (when ``transport.allowed_origins`` is set) → JSON-RPC error bodies on the MCP endpoint
+(:mod:`gateway.http_jsonrpc`) → body-size limit → Host/Origin, header-only credentials, authentication and MCP tool
+scopes (:mod:`gateway.http_security`) → route.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -24,6 +26,7 @@ from gateway import __version__, mcp_adapter
 from gateway.api.errors import ConfigError
 from gateway.http_auth import HttpAuth, describe_auth
 from gateway.http_errors import error_envelope
+from gateway.http_jsonrpc import JsonRpcErrorBodies
 from gateway.http_security import SecurityMiddleware, allowed_hosts, allowed_origins, is_public
 from gateway.runtime import GatewayRuntime
 
@@ -183,6 +186,7 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
     )
     app = SecurityMiddleware(app, runtime, auth, hosts=hosts, origins=origins)
     app = BodyLimitMiddleware(app, t.max_body_bytes)
+    app = JsonRpcErrorBodies(app, t.path, t.max_body_bytes)
     if t.allowed_origins:
         cors = CORSMiddleware(
             app,
@@ -202,14 +206,19 @@ async def serve_http(
     host: str | None = None,
     port: int | None = None,
     on_ready: Callable[[int, Callable[[], None]], None] | None = None,
+    capture_signals: bool = True,
 ) -> None:
     """Serve until signalled. ``on_ready(port, stop)`` is called once the socket listens; ``stop()`` (callable
-    from any thread) asks the server to finish gracefully."""
+    from any thread) asks the server to finish gracefully. With ``capture_signals=False`` uvicorn leaves
+    ``SIGINT``/``SIGTERM`` alone, for a caller that handles them and calls ``stop()`` (uvicorn would re-raise the
+    signal once stopped, ending the process before the runtime is stopped)."""
     t = runtime.loaded.config.transport
     host = host or t.host
     app = build_http_app(runtime, host)
     config = uvicorn.Config(app, host=host, port=t.port if port is None else port, log_config=None, lifespan="on")
     server = uvicorn.Server(config)
+    if not capture_signals:
+        server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     if on_ready is not None:
         original = server.startup
 

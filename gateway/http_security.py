@@ -16,8 +16,9 @@ For every path but ``/health`` and ``/.well-known/...`` (public by design), and 
 6. A legacy MCP session (``Mcp-Session-Id``) is bound to the principal that opened it: another principal
    presenting its id is refused (403), as the MCP security best practices advise against session hijacking.
 
-Refusals carry the error envelope, or a JSON-RPC error around it for a JSON-RPC request (see
-:mod:`gateway.http_errors`), and the authenticator's ``WWW-Authenticate`` challenge on 401 and 403.
+Refusals carry the error envelope (:mod:`gateway.http_errors`; on the MCP endpoint
+:mod:`gateway.http_jsonrpc` wraps it in a JSON-RPC error) and the authenticator's ``WWW-Authenticate`` challenge
+on 401 and 403.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gateway.api.context import Principal
 from gateway.api.errors import Forbidden, InternalError, ToolError, Unauthenticated
 from gateway.http_auth import HttpAuth
-from gateway.http_errors import NO_ID, error_envelope, tool_error_detail
+from gateway.http_errors import error_envelope, tool_error_detail
 from gateway.runtime import GatewayRuntime
 
 log = structlog.get_logger(__name__)
@@ -146,16 +147,15 @@ class SecurityMiddleware:
             await self.app(scope, receive, send)
             return
         message: Any = None
-        rpc_id: Any = NO_ID
         if path == self.mcp_path and scope.get("method") == "POST":
             body = await _read_body(receive)
             receive = _replay(body, receive)
-            message, rpc_id = _json_rpc(body)
+            message = _json(body)
         headers = Headers(scope=scope)
         try:
             principal = await self._admit(scope, headers, message)
         except ToolError as err:
-            await self._refuse(err, rpc_id, scope, receive, send)
+            await self._refuse(err, scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() not in self.secret_headers]
@@ -228,7 +228,7 @@ class SecurityMiddleware:
             log.exception("authenticator failed", authenticator=getattr(authenticator, "name", "?"))
             raise err from exc
 
-    async def _refuse(self, err: ToolError, rpc_id: Any, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _refuse(self, err: ToolError, scope: Scope, receive: Receive, send: Send) -> None:
         headers: dict[str, str] = {}
         authenticator = self.auth.authenticator
         if authenticator is not None and (err.http_status == 401 or "scope" in err.details):
@@ -241,7 +241,6 @@ class SecurityMiddleware:
             detail=tool_error_detail(err),
             retryable=err.retryable,
             headers=headers,
-            rpc_id=rpc_id,
         )
         log.info(
             "request refused",
@@ -254,16 +253,12 @@ class SecurityMiddleware:
         await response(scope, receive, send)
 
 
-def _json_rpc(body: bytes) -> tuple[Any, Any]:
-    """The parsed message (None when not JSON) and the id to answer with (``NO_ID`` when not one request)."""
+def _json(body: bytes) -> Any:
+    """The parsed message, or None when the body is not JSON (the SDK answers malformed JSON-RPC itself)."""
     try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return None, NO_ID  # the SDK answers malformed JSON-RPC itself
-    if isinstance(message, dict) and message.get("jsonrpc") == "2.0" and isinstance(message.get("method"), str):
-        rpc_id = message.get("id")
-        return message, rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
-    return message, NO_ID
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
 
 
 async def _read_body(receive: Receive) -> bytes:

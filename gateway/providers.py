@@ -9,7 +9,7 @@ import structlog
 
 from gateway.api.errors import ConfigError, ProviderUnavailable
 from gateway.api.registry import EMBEDDER, ProviderContext
-from gateway.config import LoadedConfig
+from gateway.config import LoadedConfig, errors_name_the_file
 from gateway.plugin_manager import Registry
 
 log = structlog.get_logger(__name__)
@@ -36,15 +36,25 @@ class ProviderHub:
     def get(self, kind: str, name: str | None = None) -> Any:
         """The provider ``kind``/``name`` (the configured one when ``name`` is None), built on first use.
 
-        Raises :class:`ProviderUnavailable` when its factory does (a missing key, a locked store).
+        Raises :class:`ProviderUnavailable` when its factory does (a missing key, a locked store), and a
+        :class:`ConfigError` naming the config file for a provider that is not installed or misconfigured.
         """
+        with errors_name_the_file(self._loaded.source):
+            return self._get(kind, name)
+
+    def _get(self, kind: str, name: str | None) -> Any:
         name = name or self.configured_name(kind)
         key = (kind, name)
         if key in self._built:
             return self._built[key]
         if key in self._failed:
             raise self._failed[key]
-        reg = self._registry.provider(kind, name)
+        installed = self._registry.providers.get(kind, {})
+        if name not in installed:  # named by a plugin's table (e.g. a rate-limit rule's limiter)
+            raise ConfigError(
+                f"no {kind} provider {name!r} is installed (installed: {', '.join(sorted(installed)) or 'none'})"
+            )
+        reg = installed[name]
         data_dir = self._loaded.data_dir / "providers" / kind / name
         data_dir.mkdir(parents=True, exist_ok=True)
         context = ProviderContext(
@@ -65,6 +75,10 @@ class ProviderHub:
 
     def embeddings(self) -> Any:
         """The embedder chain of ``[providers] embedder``; unavailable embedders are skipped."""
+        with errors_name_the_file(self._loaded.source):
+            return self._embedder_chain()
+
+    def _embedder_chain(self) -> Any:
         if self._embeddings is None:
             from gateway.embedding_chain import EmbedderChain
 
@@ -85,6 +99,10 @@ class ProviderHub:
 
     def sanitization(self) -> Any:
         """The sanitizer pipeline of ``[sanitize]``."""
+        with errors_name_the_file(self._loaded.source):
+            return self._sanitizer_pipeline()
+
+    def _sanitizer_pipeline(self) -> Any:
         if self._sanitization is None:
             from gateway.sanitization import SanitizationPipeline
 

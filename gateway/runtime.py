@@ -67,7 +67,7 @@ class GatewayRuntime:
         self.providers = ProviderHub(loaded, plugins.registry)
         self.packs: dict[str, ToolPack] = {}
         self.metrics = GatewayMetrics(self.upstream_statuses)
-        self.catalogue = Catalogue(self.metrics)
+        self.catalogue = Catalogue(self.metrics, loaded.source)
         self.tools = self.catalogue.tools
         self.resources = self.catalogue.resources
         self.templates = self.catalogue.templates
@@ -127,6 +127,7 @@ class GatewayRuntime:
                     data_dir=data_dir / "interceptors" / ref.name,
                     provider=self.providers.get,
                     tools=self.catalogue.tool_view(),
+                    packs={name: name in cfg.packs.enabled for name in registry.packs},
                 )
                 interceptor = reg.factory(context)
                 await interceptor.start()

@@ -10,8 +10,8 @@ JSON — is a :class:`Wire` that :mod:`gateway.mcp_adapter` provides; this modul
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import IO, Any, Protocol
 
 import anyio
@@ -31,7 +31,7 @@ from gateway.api.upstream import (
 )
 from gateway.upstream_process import StderrPump
 
-__all__ = ["EofWatch", "Wire", "WireConnector", "WireSession"]
+__all__ = ["EofWatch", "Wire", "WireConnector", "WireSession", "watched"]
 
 PAGE_CAP = 100
 """At most this many pages per listing: a server whose cursor never ends cannot hang the gateway."""
@@ -52,11 +52,11 @@ class Wire(Protocol):
         """Connect and complete the handshake; whatever must be left on close goes on ``stack``. ``watch`` wraps
         the transport's read stream; ``stderr`` receives a stdio server's stderr."""
 
-    @property
-    def protocol_version(self) -> str: ...
+    offers: frozenset[ListKind]
+    """What the server's capabilities advertise (set by :meth:`open`)."""
 
     @property
-    def offers(self) -> frozenset[ListKind]: ...
+    def protocol_version(self) -> str: ...
 
     async def listen(self, on_list_changed: Callable[[ListKind], None]) -> None:
         """Deliver list changes the 2026-07-28 way (a ``subscriptions/listen`` stream) until cancelled; return at
@@ -102,6 +102,14 @@ class EofWatch:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+@asynccontextmanager
+async def watched(transport: Any, watch: Callable[[Any], Any]) -> AsyncIterator[Any]:
+    """``transport`` (an async context manager yielding its read and write streams) with its read stream wrapped
+    by ``watch``."""
+    async with transport as (read_stream, write_stream):
+        yield watch(read_stream), write_stream
 
 
 class WireSession:

@@ -19,6 +19,7 @@ from gateway.api.tools import (
     Resource,
     ResourceContent,
     ResourceTemplate,
+    Tool,
     ToolAnnotations,
     ToolResult,
 )
@@ -33,6 +34,25 @@ def _present(**fields: Any) -> dict[str, Any]:
 
 
 # -- the gateway's types to wire JSON ---------------------------------------------------------------------------
+
+
+def tool_json(name: str, tool: Tool[Any, Any], input_schema: Any, output_schema: Any) -> dict[str, Any]:
+    ann = tool.annotations
+    hints = {
+        "title": ann.title,
+        "readOnlyHint": ann.read_only,
+        "destructiveHint": ann.destructive,
+        "idempotentHint": ann.idempotent,
+        "openWorldHint": ann.open_world,
+    }
+    return _present(
+        name=name,
+        title=ann.title,
+        description=tool.description,
+        inputSchema=input_schema,
+        outputSchema=output_schema,
+        annotations=_present(**hints),
+    )
 
 
 def resource_json(resource: Resource) -> dict[str, Any]:
@@ -134,3 +154,26 @@ def resource_contents(answer: Mapping[str, Any]) -> list[ResourceContent]:
 def prompt_result(answer: Mapping[str, Any]) -> PromptResult:
     messages = [PromptMessage(m["role"], m["content"]) for m in answer.get("messages") or []]
     return PromptResult(messages, answer.get("description"))
+
+
+# -- JSON-RPC messages ------------------------------------------------------------------------------------------
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in words (for an error about a message that is not an object)."""
+    if isinstance(value, list):
+        return "an array (batches are not supported)"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "null"
+
+
+def message_kind(message: dict[str, Any]) -> str | None:
+    """Which JSON-RPC message ``message`` tries to be (the SDK model whose errors explain what is wrong)."""
+    if "method" in message:
+        return "JSONRPCRequest" if "id" in message else "JSONRPCNotification"
+    if "error" in message:
+        return "JSONRPCError"
+    return "JSONRPCResponse" if "result" in message else None

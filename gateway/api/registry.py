@@ -92,6 +92,9 @@ class InterceptorContext:
     tools: Mapping[str, tuple[str, Tool[Any, Any]]]
     """Every served tool by full name, with the name of the pack that offers it (a live view: it follows the
     packs' catalogue changes)."""
+    packs: Mapping[str, bool] = field(default_factory=dict)
+    """Every installed tool pack by name: True when it is enabled (so a link can tell a pack that is off from a
+    name that exists nowhere)."""
 
 
 ProviderFactory = Callable[[ProviderContext], Any]

@@ -62,7 +62,7 @@ def test_remote_text_is_redacted_in_the_logs(tmp_path: Path):
         sanitize={"logs": "patterns"},
     )
     path = write_toml(tmp_path / "gateway.toml", config)
-    result = _gateway(path, "call", "py_leak")
+    result = _gateway(path, "call", "py_leak", "-vv")
     assert result.returncode == 0, result.stderr
     # the caller gets the result as the server wrote it; the logs never do
     assert "AKIAZ3MHALPEXH7BQX4K" in result.stdout
