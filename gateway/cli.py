@@ -16,6 +16,7 @@ import anyio
 import click
 import structlog
 
+from gateway import inventory
 from gateway.api.errors import GatewayError
 from gateway.api.tools import Reindexable, ToolPack
 from gateway.app import DEFAULT_CONFIG, prepare, read_config, running_runtime
@@ -244,18 +245,6 @@ def _stdio_client_waits(env: CliEnvironment, transport: str | None) -> bool:
     return kind == "stdio" and not sys.stdin.isatty()
 
 
-def _upstream_lines(runtime: Any) -> list[str]:
-    """One line per remote server the packs forward to (and its last error): which tools come from where."""
-    lines = []
-    for pack, status in runtime.upstream_statuses():
-        lines.append(
-            f"    {pack}/{status.name}  {status.transport}  {status.state}  {status.tools} tools  {status.detail}"
-        )
-        if status.last_error:
-            lines.append(f"        last error: {status.last_error}")
-    return lines
-
-
 @cli.command("plugins")
 @_config_option
 @click.pass_obj
@@ -277,10 +266,7 @@ def plugins_command(env: CliEnvironment) -> None:
 
     async def main() -> list[str]:
         async with env.running_runtime() as runtime:
-            counts = {name: 0 for name in runtime.packs}
-            for served in runtime.tools.values():
-                counts[served.pack] += 1
-            return [f"  {name}: {count} tools" for name, count in counts.items()] + _upstream_lines(runtime)
+            return inventory.pack_lines(runtime)
 
     try:
         lines = _run(main)
@@ -297,42 +283,14 @@ def plugins_command(env: CliEnvironment) -> None:
 @_config_option
 @click.pass_obj
 def tools_command(env: CliEnvironment, as_json: bool) -> None:
-    """The tools the configured packs serve, with their schemas."""
+    """The tools the configured packs serve, with their schemas and the remote server each comes from."""
 
-    async def main() -> None:
+    async def main() -> tuple[list[dict[str, Any]], list[str]]:
         async with env.running_runtime() as runtime:
-            states = {(pack, status.name): status for pack, status in runtime.upstream_statuses()}
-            rows = []
-            for name, served in runtime.tools.items():
-                status = states.get((served.pack, served.tool.upstream or ""))
-                rows.append(
-                    {
-                        "name": name,
-                        "pack": served.pack,
-                        "upstream": served.tool.upstream,
-                        "upstream_state": status.state if status else None,
-                        "upstream_error": status.last_error if status else None,
-                        "description": served.tool.description,
-                        "scope": served.tool.scope,
-                        "inputSchema": served.input_schema,
-                        "outputSchema": served.output_schema,
-                    }
-                )
-            upstreams = _upstream_lines(runtime)
-        if as_json:
-            click.echo(json.dumps(rows, indent=2))
-            return
-        for row in rows:
-            source = f"{row['pack']}/{row['upstream']}: {row['upstream_state']}" if row["upstream"] else row["pack"]
-            click.echo(f"{row['name']}  [{source}]  scope={row['scope'] or '-'}")
-            click.echo(f"    {row['description'].splitlines()[0] if row['description'] else ''}")
-            click.echo(f"    input:  {json.dumps(row['inputSchema'])}")
-        if upstreams:
-            click.echo("upstream servers:")
-            for line in upstreams:
-                click.echo(line)
+            return inventory.tool_rows(runtime), inventory.upstream_lines(runtime)
 
-    _run(main)
+    rows, upstreams = _run(main)
+    click.echo(json.dumps(rows, indent=2) if as_json else "\n".join(inventory.tool_lines(rows, upstreams)))
 
 
 @cli.command("call")
