@@ -12,7 +12,7 @@ Workloads: the remote tool ``pause(ms)`` answers after ``ms`` milliseconds of wa
 an API or a database spends); 0 ms measures pure protocol overhead, the worst case. ``--concurrency`` runs that many
 callers at once on each side.
 
-    python bench/federation_overhead.py [--calls 200] [--rounds 5] [--work-ms 0 10 50] [--concurrency 1 8]
+    python bench/federation_overhead.py [--calls 200] [--rounds 5] [--work-ms 0 10 50 100] [--concurrency 1 8]
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200, help="calls per round and side")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--work-ms", type=float, nargs="+", default=[0.0, 10.0, 50.0])
+    parser.add_argument("--work-ms", type=float, nargs="+", default=[0.0, 10.0, 50.0, 100.0])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--mode", default="auto", help="the client's protocol mode: auto (2026-07-28) or legacy")
     parser.add_argument(
