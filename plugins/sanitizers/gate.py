@@ -70,8 +70,12 @@ class Gate:
             if rule.probe is not None:
                 probes.setdefault(rule.probe, []).append(index)
         self._count = len(rules)
-        self._needs_literal = frozenset(i for i, rule in enumerate(rules) if rule.gate())
-        self._needs_probe = frozenset(i for i, rule in enumerate(rules) if rule.probe is not None)
+        needs_literal = frozenset(i for i, rule in enumerate(rules) if rule.gate())
+        needs_probe = frozenset(i for i, rule in enumerate(rules) if rule.probe is not None)
+        everyone = frozenset(range(len(rules)))
+        self._always = everyone - needs_literal - needs_probe
+        self._needs_probe = needs_probe
+        self._no_literal = everyone - needs_literal
         self._text = _Set(case, probes)
         self._folded = _Set(folded, {})
 
@@ -83,12 +87,9 @@ class Gate:
             return list(range(self._count))
         literals, probes = in_text
         literals |= in_folded[0]
-        needs_literal, needs_probe = self._needs_literal, self._needs_probe
-        return [
-            index
-            for index in range(self._count)
-            if (index not in needs_literal or index in literals) and (index not in needs_probe or index in probes)
-        ]
+        # a rule runs when each of its gates is passed: its literal (if any) and its probe (if any)
+        active = self._always | (literals - self._needs_probe) | (probes & (literals | self._no_literal))
+        return sorted(active)
 
 
 def _shortest(gate: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, bool], ...]:

@@ -41,6 +41,9 @@ _SYSTEM_ROOTS: tuple[tuple[str, ...], ...] = tuple(
 )
 """Operating-system and toolchain roots: the same paths on every machine of a kind (``/_/`` is where
 deterministic .NET builds put their sources, ``/rustc/<sha>/`` Rust's standard library)."""
+_SYSTEM_BY_FIRST: dict[str, tuple[tuple[str, ...], ...]] = {
+    first: tuple(root for root in _SYSTEM_ROOTS if root[0] == first) for first in {root[0] for root in _SYSTEM_ROOTS}
+}
 _NOT_SYSTEM: tuple[tuple[str, ...], ...] = (("var", "lib", "jenkins"), ("usr", "share", "nginx"))
 """Under a system root, yet holding projects."""
 _HOME_ROOTS = frozenset({"home", "users"})
@@ -72,7 +75,7 @@ def _is_system(names: list[str]) -> bool:
     lowered = tuple(name.lower() for name in names[:3])
     if any(lowered[: len(excluded)] == excluded for excluded in _NOT_SYSTEM):
         return False
-    if any(lowered[: len(root)] == root for root in _SYSTEM_ROOTS):
+    if any(lowered[: len(root)] == root for root in _SYSTEM_BY_FIRST.get(lowered[0], ())):
         return True
     return _PYTHON_DIR.match(lowered[0]) is not None  # C:\Python311
 

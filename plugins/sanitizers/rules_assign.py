@@ -33,6 +33,7 @@ _KEY_QUALIFIERS = (
     "subscription", "account", "admin", "service", "webhook", "aws", "storage", "deploy", "ssh", "gpg", "sign",
 )  # fmt: skip
 _KEY_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
+_REDACTED = re.compile(r"<[A-Z][A-Z0-9_]*_\d+>")
 _MAX_KEY = 128
 """A key is read up to this many characters back from its credential word (no name is longer)."""
 _OPERATOR_START = frozenset("\"']:=-> \t")
@@ -53,8 +54,8 @@ def is_literal_secret(value: str, *, key: str, quoted: bool, strong: bool, after
     ``strong`` is False for a colon in running prose (``Invalid password: too short``), where only values
     shaped like a secret count; ``after`` is the character following the value (``(`` means a call).
     """
-    if is_placeholder(value):
-        return False
+    if is_placeholder(value) or _REDACTED.search(value):
+        return False  # a template, or a value a layer already redacted (its PEM armour around <PRIVATE_KEY_1>)
     bare_key = key.lstrip("-")
     if bare_key.upper() in ("PWD", "OLDPWD") or (
         password_key and bare_key.lower().endswith("pwd") and value[:1] in "/~"

@@ -30,8 +30,8 @@ def _path_start(view: View) -> bool:
     before = view.before(16)
     if not before:
         return True
-    if before.endswith("file://"):
-        return True
+    if before.endswith(("file://", "\\n", "\\r", "\\t")):
+        return True  # a file URL, or an escaped line break or tab inside a JSON string
     if before[-1].isalnum() or before[-1] in "_.-/~@$>`":
         return False
     return not (before.endswith(":") and len(before) >= 2 and before[-2].isalpha())
@@ -76,17 +76,21 @@ _CODE_HEADS = ("import ", "from ", "require(", "@import ")
 def _internal_host(view: View) -> bool:
     host = view.value.lower()
     labels = host.split(".")
-    if host in _ALLOWED_HOSTS or len(host) > 253 or any(len(label) > 63 for label in labels):
+    if not _internal_name(host, labels) or host in _ALLOWED_HOSTS:
         return False
-    after = view.after(1)
-    if after == "(" or view.line_before().lstrip().startswith(_CODE_HEADS):
-        return False  # a call or an import, not a host
+    if len(host) > 253 or any(len(label) > 63 for label in labels):
+        return False
+    # a call or an import, not a host
+    return view.after(1) != "(" and not view.line_before().lstrip().startswith(_CODE_HEADS)
+
+
+def _internal_name(host: str, labels: list[str]) -> bool:
     tld = labels[-1]
     if tld in _INTERNAL_SUFFIXES or host.endswith(".home.arpa"):
         return True
-    if tld in _NOT_TLDS or tld in _RESERVED_TLDS or host.endswith(_RESERVED_DOMAINS) or not tld.isalpha():
-        return False
     if len(labels) < 3 or not (tld in _GENERIC_TLDS or len(tld) == 2):
+        return False
+    if tld in _NOT_TLDS or tld in _RESERVED_TLDS or host.endswith(_RESERVED_DOMAINS) or not tld.isalpha():
         return False
     if any(label in _INTERNAL_LABELS for label in labels[:-1]):
         return True  # db01.internal.acme-corp.com
@@ -100,7 +104,7 @@ INTERNAL_RULES: tuple[Rule, ...] = (
         "PATH",
         # The character before is matched too, so that RE2 skips the inside of URLs and relative paths
         # (``host/a/b``, ``src/a``) without handing each of their slashes to Python.
-        rf"(?:^|file://|[^\w.\-/~@$>`])(?P<s>~?/{_PATH_CHARS}+(?:/{_PATH_CHARS}*)*)",
+        rf"(?:^|file://|\\[nrt]|[^\w.\-/~@$>`])(?P<s>~?/{_PATH_CHARS}+(?:/{_PATH_CHARS}*)*)",
         _path_start,
         0.8,
         requires=("/",),

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from gateway_plugins.sanitizers.engine import Rule, Validator, View
+from gateway_plugins.sanitizers.engine import Refiner, Rule, Validator, View
 from gateway_plugins.sanitizers.heuristics import (
     GENERIC_ACCOUNTS,
     is_card_number,
@@ -74,21 +74,29 @@ def _in_url_authority(before: str) -> bool:
     return colon >= 0 and _PORT_AND_PATH.match(authority, colon + 1) is None
 
 
+def _email_span(view: View) -> tuple[int, int] | None:
+    """The address, without the ``n`` of a ``\\n`` escape before it (``…\\nalice@acme.io`` in JSON)."""
+    if view.before(1) == "\\" and view.value[:1] in ("n", "r", "t"):
+        view = view.at(view.start + 1, view.end)
+    return (view.start, view.end) if _email(view) else None
+
+
 def _email(view: View) -> bool:
     value = view.value
     local, _, domain = value.rpartition("@")
     domain_l = domain.lower()
-    labels = domain_l.split(".")
-    if len(local) > 64 or any(not label or len(label) > 63 for label in labels):
+    tld = domain_l[domain_l.rfind(".") + 1 :]
+    if len(local) > 64 or tld in _FILE_TLDS or tld in _RESERVED_TLDS or domain_l.endswith(_RESERVED_DOMAINS):
         return False
-    if domain_l.endswith(_RESERVED_DOMAINS) or labels[-1] in _RESERVED_TLDS or labels[-1] in _FILE_TLDS:
+    if len(domain) > 63 and any(not label or len(label) > 63 for label in domain_l.split(".")):
         return False
     if local.lower() in _SERVICE_LOCALS or _TEMPLATE_LOCALS.fullmatch(local) or is_template(local):
         return False
-    before = view.before()
+    before = view.before(8)
     if before.endswith(":") and not before.lower().endswith("mailto:"):
         return False  # user:password@host — the URL rule owns it
-    return not _in_url_authority(before)
+    before = view.before()
+    return "://" not in before or not _in_url_authority(before)
 
 
 def _home_user(view: View) -> bool:
@@ -156,7 +164,7 @@ def _p(
     kind: str,
     label: str,
     pattern: str,
-    validate: Validator,
+    validate: Validator | None,
     *,
     requires: tuple[str, ...] = (),
     lower: bool = False,
@@ -164,8 +172,11 @@ def _p(
     left: str | None = None,
     right: str | None = None,
     conf: float = 0.9,
+    refine: Refiner | None = None,
 ) -> Rule:
-    return Rule(kind, "pii", label, pattern, validate, conf, requires, lower, probe, left=left, right=right)
+    return Rule(
+        kind, "pii", label, pattern, validate, conf, requires, lower, probe, left=left, right=right, refine=refine
+    )
 
 
 _SEP = r"(?:/|\\\\?)"
@@ -177,10 +188,11 @@ PII_RULES: tuple[Rule, ...] = (
         "EMAIL",
         r"(?:^|[^\w.%+-])(?P<s>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
         r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24})",
-        _email,
+        None,
         requires=("@",),
         left=r"[\w.%+-]",
         right=r"[\w-]|\.[A-Za-z0-9]",
+        refine=_email_span,
     ),
     _p(
         "home_path_user",

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import operator
 import re
+import string
 
 from gateway_plugins.sanitizers.engine import Rule, View
 from gateway_plugins.sanitizers.heuristics import classes, is_placeholder, shannon_entropy
@@ -28,6 +30,8 @@ __all__ = ["TOKEN_RULES", "looks_random"]
 
 MIN_LENGTH = 20
 _HEX = frozenset("0123456789abcdefABCDEF-")
+_NO_LETTERS = str.maketrans(dict.fromkeys(string.ascii_letters))
+_PRINTABLE = bytes(range(32, 127)) + b"\t\n\r"
 _PIECES = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _COMMON_PAIRS = frozenset(
     """se in re er th el on or te de en le at st he et es me lf is ar al ti nt co ne an no if it nd ro tr li ed ta
@@ -50,11 +54,9 @@ def _wordy(token: str, length: int) -> bool:
     base64 scores about 0.11 at the median, and above the threshold used here (0.40 for 20-23
     characters, 0.37 up to 31, 0.34 from 32, as its spread narrows with length) about once in 1000
     (measured on 20,000 random tokens of 20-64 characters)."""
-    common = 0
-    for piece in _PIECES.findall(token):
-        lower = piece.lower()
-        common += sum(lower[index : index + 2] in _COMMON_PAIRS for index in range(len(lower) - 1))
-    letters = sum(ch.isalpha() for ch in token)
+    pieces = "|".join(_PIECES.findall(token)).lower()  # '|' keeps pairs from spanning two pieces
+    common = sum(map(_COMMON_PAIRS.__contains__, map(operator.add, pieces, pieces[1:])))
+    letters = len(token) - len(token.translate(_NO_LETTERS))
     threshold = 0.40 if length < 24 else 0.37 if length < 32 else 0.34
     return common >= threshold * letters
 
@@ -72,8 +74,8 @@ def _decodes_to_text(token: str) -> bool:
         return False
     if not raw:
         return False
-    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in raw)
-    return printable >= 0.95 * len(raw) and any(chr(b).isalpha() for b in raw if b < 128)
+    unprintable = len(raw.translate(None, _PRINTABLE))
+    return unprintable <= 0.05 * len(raw) and raw.lower() != raw.upper()
 
 
 def looks_random(token: str) -> bool:
@@ -82,9 +84,9 @@ def looks_random(token: str) -> bool:
     if len(body) < MIN_LENGTH or _HEX.issuperset(body):
         return False
     lower, upper, digit, _other = classes(body)
-    if not (lower and upper and digit) or sum(ch.isalpha() for ch in body) * 2 < len(body):
+    if not (lower and upper and digit) or len(body.translate(_NO_LETTERS)) * 2 > len(body):
         return False  # random base64 is four-fifths letters; dates and counters are mostly digits
-    if body.startswith("_Z") or shannon_entropy(body) < 3.5 or _wordy(body, len(body)) or is_placeholder(body):
+    if body.startswith("_Z") or _wordy(body, len(body)) or shannon_entropy(body) < 3.5 or is_placeholder(body):
         return False
     return not _decodes_to_text(token)
 
@@ -94,25 +96,31 @@ def _token_span(view: View) -> tuple[int, int] | None:
     ``hooks/catch/123/<token>`` keeps its words): the span goes from the first random part to the last,
     taking in the parts around them that are not words (``/`` and short pieces of a key with slashes). A
     run with no random part is taken whole when it reads as random as a whole (base64 with slashes)."""
+    if view.before(1) == "\\" and view.value[:1] in ("n", "r", "t"):
+        view = view.at(view.start + 1, view.end)  # ``\nMIIE…`` in a JSON string: the n is the escape's
     token = view.value
-    if token.lower().startswith(_DIGEST_PREFIXES) or _DIGEST_LABELS.search(view.before(40)):
+    span = _random_span(token)
+    if span is None or token.lower().startswith(_DIGEST_PREFIXES) or _DIGEST_LABELS.search(view.before(40)):
         return None
+    return (view.start + span[0], view.start + span[1])
+
+
+def _random_span(token: str) -> tuple[int, int] | None:
     if "/" not in token:
-        return (view.start, view.end) if looks_random(token) else None
+        return (0, len(token)) if looks_random(token) else None
     parts = token.split("/")
     randoms = [index for index, part in enumerate(parts) if looks_random(part)]
     if not randoms:
         if any(_is_path_word(part) for part in parts):
             return None  # a path (usr/lib/X11, com/python/cpython/blob/<sha>/Lib): no part of it is random
-        return (view.start, view.end) if looks_random(token) else None
+        return (0, len(token)) if looks_random(token) else None
     first, last = randoms[0], randoms[-1]
-    while first > 0 and not _is_word(parts[first - 1]):
+    while first > 0 and not _is_path_word(parts[first - 1]):
         first -= 1
-    while last + 1 < len(parts) and parts[last + 1] and not _is_word(parts[last + 1]):
+    while last + 1 < len(parts) and parts[last + 1] and not _is_path_word(parts[last + 1]):
         last += 1
-    start = sum(len(part) + 1 for part in parts[:first])
-    end = sum(len(part) + 1 for part in parts[: last + 1]) - 1
-    return (view.start + start, view.start + end)
+    start = len("/".join(parts[:first])) + (1 if first else 0)
+    return (start, len("/".join(parts[: last + 1])))
 
 
 def _is_path_word(part: str) -> bool:
@@ -125,12 +133,6 @@ def _is_path_word(part: str) -> bool:
     lower = part.lower()
     common = sum(lower[index : index + 2] in _COMMON_PAIRS for index in range(len(lower) - 1))
     return common * 2 >= len(lower) - 1
-
-
-def _is_word(part: str) -> bool:
-    """A path component made of letters (``hooks``, ``_logs``, ``api-v``): not part of a key."""
-    bare = part.replace("-", "").replace("_", "")
-    return len(bare) >= 2 and bare.isalpha()
 
 
 TOKEN_RULES: tuple[Rule, ...] = (
