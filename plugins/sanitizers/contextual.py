@@ -98,6 +98,8 @@ class ProximityRule(Rule):
         skipped = 0
         for match in _TOKEN.finditer(text, start, limit):
             token = match.group(0)
+            if text[match.start() - 1 : match.start()] == "<" and text[match.end() : match.end() + 1] == ">":
+                return None  # <SLACK_TOKEN_1>: the value was redacted already
             bare = token.lower().strip(_TRIM)
             if bare in _KEYWORDS and (strong or bare in _WEAK_SET):
                 return None  # that credential word's own hit reads on from here

@@ -279,6 +279,8 @@ def is_identifying_ip(value: str) -> bool:
         return False
     if address.is_multicast or address.is_loopback or address.is_link_local or address.is_unspecified:
         return False
+    if address.version == 4 and value.startswith("0."):
+        return False  # 0.0.0.0/8: "this network", the same everywhere
     if value in _WELL_KNOWN_PUBLIC:
         return False
     if address.version == 6 and address in _DOCUMENTATION_V6:

@@ -119,6 +119,8 @@ def _ipv4(view: View) -> bool:
     after = view.after(2)
     if after[:1] == ":" and after[1:2].isdigit():
         return True
+    if after[:1] == "-" and after[1:2].isalpha():
+        return False  # 1.0.0.0-SNAPSHOT, 1.2.3.4-rc1: a version
     before = view.before(40)
     if before.endswith(("//", "@", "[")):
         return True
@@ -142,6 +144,9 @@ def _ipv6(view: View) -> bool:
     value = view.value
     if len(value) > 45 or not 2 <= value.count(":") <= 7 or not any(c.isdigit() for c in value):
         return False
+    host, _, port = value.rpartition(":")
+    if host in ("::1", "::", ":") and port.isdigit():
+        return False  # ECONNREFUSED ::1:3306, listening on :::8080: loopback or any address, then a port
     return is_identifying_ip(value)
 
 
