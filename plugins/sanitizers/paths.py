@@ -47,6 +47,8 @@ _SYSTEM_BY_FIRST: dict[str, tuple[tuple[str, ...], ...]] = {
 _NOT_SYSTEM: tuple[tuple[str, ...], ...] = (("var", "lib", "jenkins"), ("usr", "share", "nginx"))
 """Under a system root, yet holding projects."""
 _HOME_ROOTS = frozenset({"home", "users"})
+_LONGEST_PATH = 4096
+"""PATH_MAX on Linux; Windows allows 32,767 UTF-16 units but no tool prints such paths."""
 _FS_ROOTS = frozenset(
     """home users srv opt var usr app apps workspace workspaces data mnt media tmp private root builds build code
     src project projects github runner runners volumes repo repos work export net scratch shared deploy
@@ -107,6 +109,8 @@ def _is_file_name(name: str) -> bool:
 def redacted_span(path: str) -> tuple[int, int] | None:
     """The part of the absolute ``path`` (``/…``, ``~/…``, ``C:\\…``) to replace, as offsets into it; None
     when nothing is to be replaced (a system path, a URL route, a bare ``/name``)."""
+    if len(path) > _LONGEST_PATH:
+        return (0, len(path))  # longer than any file system allows: not a path to read, and not to keep
     segments = _segments(path)
     if not segments:
         return None
