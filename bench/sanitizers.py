@@ -204,7 +204,9 @@ def _cpu_ms(layer: PatternSanitizer | ContextualSanitizer, text: str, rounds: in
 
 def linear_cost(records: list[dict], sizes: tuple[int, ...]) -> None:
     layers = {"patterns": PatternSanitizer(), "contextual": ContextualSanitizer()}
-    joined = "\n".join(r["text"] for r in records)
+    shuffled = [r["text"] for r in records]
+    random.Random(7).shuffle(shuffled)  # every prefix then holds the same mix of the corpus' categories
+    joined = "\n".join(shuffled)
     while len(joined) < sizes[-1]:
         joined += "\n" + joined
     labels = [f"{size // 1000}K" for size in sizes]

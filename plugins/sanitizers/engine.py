@@ -59,7 +59,8 @@ Found = dict[tuple[int, int], "Candidate"]
 """The candidates found so far in one text, by span, rule after rule in priority order. A rule skips a span
 that is already there: a candidate with the same span, later in priority, can never be selected."""
 
-_SURROGATES = re.compile("[\ud800-\udfff]")
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+_FOLDS_TO_ASCII = str.maketrans({"\u017f": "s", "\u212a": "k"})
 
 
 def find_all(haystack: str, literal: str) -> list[int]:
@@ -89,8 +90,15 @@ def fold(text: str) -> str:
 
 
 class ScanText:
-    """One text being scanned: the text, what RE2 reads (UTF-8 bytes when ASCII, so offsets need no
-    conversion; a lone surrogate, which UTF-8 cannot carry, is read as U+FFFD) and its case fold."""
+    """One text being scanned: the text, its case fold, and what RE2 reads of each: ASCII bytes, one byte
+    per character, so that match offsets are character offsets with no conversion.
+
+    Every rule pattern reads characters as ASCII classes (RE2's ``\\w``, ``\\d``, ``\\s`` and ``\\b`` are
+    ASCII, and no pattern names a non-ASCII character), so a non-ASCII character matches exactly what DEL
+    (U+007F) matches: any negated class, no named one. It is read as DEL, lone surrogates included (UTF-8
+    cannot carry them). The two characters that case-insensitive matching folds onto ASCII letters, long s
+    and the Kelvin sign, are read as ``s`` and ``k``. Python-side checks read the text itself.
+    """
 
     __slots__ = ("ascii", "lowered", "lowered_subject", "subject", "text")
 
@@ -98,18 +106,18 @@ class ScanText:
         self.text = text
         self.ascii = text.isascii()
         self.lowered = fold(text)
-        if self.ascii:
-            self.subject: str | bytes = text.encode("ascii")
-            self.lowered_subject: str | bytes = self.lowered.encode("ascii")
-        elif _SURROGATES.search(text):
-            self.subject = _SURROGATES.sub("\ufffd", text)
-            self.lowered_subject = _SURROGATES.sub("\ufffd", self.lowered)
-        else:
-            self.subject, self.lowered_subject = text, self.lowered
+        self.subject = _as_ascii(text, self.ascii)
+        self.lowered_subject = _as_ascii(self.lowered, self.ascii)
 
     def matches(self, regex: re2._Regexp) -> Iterator[re2._Match]:
-        """``regex.finditer`` over the text; spans are offsets into :attr:`text` either way."""
+        """``regex.finditer`` over the text; spans are offsets into :attr:`text`."""
         return regex.finditer(self.subject)
+
+
+def _as_ascii(text: str, ascii: bool) -> bytes:
+    if ascii:
+        return text.encode("ascii")
+    return _NON_ASCII.sub("\x7f", text.translate(_FOLDS_TO_ASCII)).encode("ascii")
 
 
 class View:

@@ -213,3 +213,17 @@ def test_a_longer_span_containing_another_names_the_redaction_unless_that_one_is
 def test_disjoint_and_touching_candidates_stay_apart() -> None:
     chosen = resolve([Candidate(10, 20, PATH), Candidate(0, 10, EMAIL), Candidate(25, 30, SECRET)], ORDER)
     assert [(c.start, c.end) for c in chosen] == [(0, 10), (10, 20), (25, 30)]
+
+
+PATTERNED = [rule for rule in DEFAULT_RULES + CONTEXT_RULES if rule.pattern]
+
+
+@SETTINGS
+@given(text=texts.filter(lambda t: not any(ch in t for ch in "\u017f\u212a\ud800")))
+@example("café alice@acme-corp.io → /srv/app/x.py 10.1.2.3 ﬁle:Tr0ub4dor&3xyz@db01.corp.internal")
+@example("日本語 postgresql://admin:pässwörd@db01.corp.internal:5432 ключ: Ab3dEf9HiJkLmNoPqRsTuVwXyZ0123")
+def test_a_non_ascii_text_is_read_as_ascii_stand_ins_with_the_same_matches(text: str) -> None:
+    # RE2 reads every rule pattern with ASCII classes: a non-ASCII character matches what DEL matches.
+    subject = ScanText(text).subject
+    for rule in PATTERNED:
+        assert [m.span() for m in rule.regex.finditer(subject)] == [m.span() for m in rule.regex.finditer(text)]
