@@ -23,7 +23,18 @@ from dataclasses import dataclass
 import anyio
 
 from gateway.api import FieldKind, PlaceholderMap, SanitizedText
-from gateway_plugins.sanitizers.engine import Candidate, Found, Rule, RuleSet, ScanText, View, add, find_all, redact
+from gateway_plugins.sanitizers.engine import (
+    Candidate,
+    Found,
+    Rule,
+    RuleSet,
+    ScanText,
+    Validator,
+    View,
+    add,
+    find_all,
+    redact,
+)
 from gateway_plugins.sanitizers.heuristics import (
     char_classes,
     is_hash_like,
@@ -189,7 +200,7 @@ def _cookie(view: View) -> bool:
     return looks_like_secret(view.value, min_length=16, min_entropy=3.2)
 
 
-def _c(kind: str, label: str, pattern: str, validate, requires: tuple[str, ...]) -> Rule:  # type: ignore[no-untyped-def]
+def _c(kind: str, label: str, pattern: str, validate: Validator, requires: tuple[str, ...]) -> Rule:
     return Rule(kind, "secret", label, pattern, validate, 0.75, requires, True)
 
 
@@ -233,7 +244,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
 
 
 class ContextualSanitizer:
-    """Offline contextual layer. ``disabled`` removes rules by kind (``{"internal_host"}``, say)."""
+    """Offline contextual layer. ``disabled`` removes rules by kind (``{"cookie_value"}``, say)."""
 
     name = "contextual"
 

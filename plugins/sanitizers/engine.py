@@ -143,11 +143,6 @@ class View:
     def value(self) -> str:
         return self._text[self.start : self.end]
 
-    @property
-    def length(self) -> int:
-        """The length of the text (validators may need to know whether the span ends it)."""
-        return len(self._text)
-
     def before(self, n: int = CONTEXT) -> str:
         """Up to ``n`` (at most :data:`CONTEXT`) characters right before the span."""
         return self._text[max(0, self.start - min(n, CONTEXT)) : self.start]
@@ -161,14 +156,9 @@ class View:
         before = self.before()
         return before[before.rfind("\n") + 1 :]
 
-    def span_of(self, group: int) -> tuple[int, int]:
-        """The span of a group of the match, (-1, -1) when it did not take part."""
-        if self._match is None:
-            return (-1, -1)
-        return self._match.span(group)
-
     def group(self, group: int) -> str | None:
-        start, end = self.span_of(group)
+        """The text of a group of the match (by number), None when it did not take part."""
+        start, end = self._match.span(group) if self._match is not None else (-1, -1)
         return None if start < 0 else self._text[start:end]
 
     def at(self, start: int, end: int) -> View:

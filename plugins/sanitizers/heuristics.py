@@ -18,7 +18,6 @@ __all__ = [
     "is_hash_like",
     "is_identifying_ip",
     "is_placeholder",
-    "is_public_ip",
     "is_reference",
     "is_template",
     "looks_like_secret",
@@ -300,10 +299,3 @@ _SHARED_V4 = tuple(
 
 def _is_documentation(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return address.version == 4 and any(address in net for net in _SHARED_V4)
-
-
-def is_public_ip(value: str) -> bool:
-    """True for a globally routable unicast address that is not a well-known public resolver."""
-    if not is_identifying_ip(value):
-        return False
-    return ipaddress.ip_address(value).is_global
