@@ -44,7 +44,7 @@ class ServedTool:
 def template_regex(template: str) -> re.Pattern[str]:
     """A regex matching the URIs of an RFC 6570 template: ``{name}`` is one path segment, ``{+name}`` any text."""
     pattern = re.escape(template)
-    pattern = re.sub(r"\\\{\\\+(\w+)\\\}", r"(?P<\1>.+)", pattern)
+    pattern = re.sub(r"\\\{\\\+(\w+)\\\}", r"(?P<\1>.*)", pattern)
     pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", pattern)
     return re.compile(f"^{pattern}$")
 

@@ -12,9 +12,9 @@ import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from gateway.api.errors import ConfigError
 from gateway.plugin_manager import Registration, Registry
@@ -63,6 +63,26 @@ class TransportSection(_Section):
     who can reach the port (``public``, for a scraper on a private network), or not served (``off``)."""
 
 
+class RestTierSize(_Section):
+    limit: int = Field(ge=1)
+    """Requests per ``period_seconds`` per caller and route (the bucket's capacity)."""
+    period_seconds: float = Field(60.0, gt=0)
+
+
+def _tier_size(value: Any) -> Any:
+    return {"limit": value} if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class RestSection(_Section):
+    """``[rest]``: the REST routes packs contribute under ``/api/v1`` (served when ``transport.rest`` is on)."""
+
+    rate_limiter: str | None = None
+    """The ``rate_limiter`` provider holding the routes' token buckets; default: ``[providers] rate_limiter``."""
+    tiers: dict[str, Annotated[RestTierSize, BeforeValidator(_tier_size)]] = Field(default_factory=dict)
+    """Tier sizes by name, overriding the defaults: ``search = 100`` (per minute) or
+    ``search = { limit = 100, period_seconds = 60 }``."""
+
+
 class PacksSection(_Section):
     enabled: list[str] = Field(default_factory=list)
     prefix: dict[str, str] = Field(default_factory=dict)
@@ -105,6 +125,7 @@ class SanitizeSection(_Section):
 class GatewayConfig(_Section):
     gateway: GatewaySection = Field(default_factory=GatewaySection)
     transport: TransportSection = Field(default_factory=TransportSection)
+    rest: RestSection = Field(default_factory=RestSection)
     packs: PacksSection = Field(default_factory=PacksSection)
     pipeline: PipelineSection = Field(default_factory=PipelineSection)
     providers: ProvidersSection = Field(default_factory=ProvidersSection)
@@ -245,6 +266,8 @@ def resolve(loaded: LoadedConfig, registry: Registry) -> LoadedConfig:
     for field_name in ("vector_store", "store", "rate_limiter", "auth"):
         if field_name in explicit:
             need_provider(field_name, getattr(cfg.providers, field_name), f"providers.{field_name}")
+    if cfg.rest.rate_limiter is not None:
+        need_provider("rate_limiter", cfg.rest.rate_limiter, "rest.rate_limiter")
     for field_name in ("error_message", "code", "free_text", "query"):
         if field_name in cfg.sanitize.model_fields_set:
             for name in getattr(cfg.sanitize, field_name):

@@ -1,4 +1,4 @@
-"""MCP Streamable HTTP (both protocol eras) plus ``/health``, the REST facade and the OAuth protected-resource
+"""MCP Streamable HTTP (both protocol eras) plus ``/health``, the REST API and the OAuth protected-resource
 metadata, behind the security checks and a body limit.
 
 Request order: CORS (when ``transport.allowed_origins`` is set) → JSON-RPC error bodies on the MCP endpoint
@@ -28,6 +28,7 @@ from gateway.http_auth import HttpAuth, describe_auth
 from gateway.http_errors import error_envelope
 from gateway.http_jsonrpc import JsonRpcErrorBodies
 from gateway.http_security import SecurityMiddleware, allowed_hosts, allowed_origins, is_public
+from gateway.rest import RestApi
 from gateway.runtime import GatewayRuntime
 
 log = structlog.get_logger(__name__)
@@ -127,9 +128,9 @@ def _metrics(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[Response]
     return metrics
 
 
-def extra_routes(runtime: GatewayRuntime, auth: HttpAuth | None = None) -> list[BaseRoute]:
+def extra_routes(runtime: GatewayRuntime, auth: HttpAuth | None = None, rest: RestApi | None = None) -> list[BaseRoute]:
     """``/health``, ``/metrics`` unless turned off, the OAuth protected-resource metadata when tokens come from an
-    issuer, and the REST facade when enabled."""
+    issuer, and the REST API when enabled (``rest``, or one built here)."""
     from gateway.oauth_metadata import protected_resource_routes
 
     auth = auth or describe_auth(runtime)
@@ -138,9 +139,7 @@ def extra_routes(runtime: GatewayRuntime, auth: HttpAuth | None = None) -> list[
         routes.append(Route("/metrics", _metrics(runtime), methods=["GET"]))
     routes += protected_resource_routes(runtime, auth)
     if runtime.loaded.config.transport.rest:
-        from gateway.rest import rest_routes
-
-        routes += rest_routes(runtime, auth)
+        routes.append((rest or RestApi(runtime, auth)).mount())
     return routes
 
 
@@ -172,6 +171,7 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
         )
     _check_origins(runtime.loaded.source, t.allowed_origins)
     auth = describe_auth(runtime)
+    rest = RestApi(runtime, auth) if t.rest else None
     hosts = allowed_hosts(t.allowed_hosts, host)
     origins = allowed_origins(t.allowed_origins)
     app: ASGIApp = mcp_adapter.http_app(
@@ -182,16 +182,17 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
         allowed_origins=origins,
         max_body_bytes=t.max_body_bytes,
         json_response=t.json_response,
-        routes=extra_routes(runtime, auth),
+        routes=extra_routes(runtime, auth, rest),
     )
-    app = SecurityMiddleware(app, runtime, auth, hosts=hosts, origins=origins)
+    public = rest.is_public if rest is not None else None
+    app = SecurityMiddleware(app, runtime, auth, hosts=hosts, origins=origins, public=public)
     app = BodyLimitMiddleware(app, t.max_body_bytes)
     app = JsonRpcErrorBodies(app, t.path, t.max_body_bytes)
     if t.allowed_origins:
         cors = CORSMiddleware(
             app,
             allow_origins=t.allowed_origins,
-            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
             allow_headers=["*"],  # Authorization, X-API-Key, Mcp-* (Mcp-Param-* names vary per tool)
             expose_headers=CORS_EXPOSED_HEADERS,
             max_age=600,

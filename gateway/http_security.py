@@ -8,7 +8,8 @@ For every path but ``/health`` and ``/.well-known/...`` (public by design), and 
    (403 otherwise). The SDK runs the same checks, with the same lists, on the MCP endpoint.
 2. Credentials come from headers only: a query string naming a credential parameter is refused (401).
 3. The configured authenticator turns the headers into a :class:`gateway.api.Principal` (401 when it refuses),
-   stored at ``scope["state"]["principal"]`` for the MCP adapter and the REST facade.
+   stored at ``scope["state"]["principal"]`` for the MCP adapter and the REST API. A public REST route (a health
+   probe, the token refresh) is admitted without credentials, as :data:`ANONYMOUS`.
 4. A ``tools/call`` over MCP for a tool whose scope the principal lacks is refused with 403 and an
    ``insufficient_scope`` challenge (the MCP authorization spec), before the SDK sees it.
 5. The credential headers are then removed from the request: neither the SDK nor any tool, interceptor or log
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -47,6 +48,8 @@ QUERY_CREDENTIALS = frozenset(
     {"access_token", "id_token", "api_key", "apikey", "x-api-key", "x_api_key", "token", "key", "authorization", "jwt"}
 )
 """Query parameters refused outright: a credential in a URL ends up in logs, proxies and browser history."""
+ANONYMOUS = Principal(subject="anonymous", method="anonymous")
+"""Who calls a public REST route when authentication is on: no scopes."""
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie"})
 """Removed once the request is admitted (with any header an ``ApiKey`` challenge names)."""
 
@@ -129,8 +132,11 @@ class SecurityMiddleware:
         *,
         hosts: Sequence[str],
         origins: Sequence[str],
+        public: Callable[[str, str], bool] | None = None,
     ) -> None:
         self.app = app
+        self.public = public
+        """``public(method, path)``: a route admitted without credentials (after the Host/Origin checks)."""
         self.runtime = runtime
         self.auth = auth
         self.hosts = list(hosts)
@@ -152,8 +158,9 @@ class SecurityMiddleware:
             receive = _replay(body, receive)
             message = _json(body)
         headers = Headers(scope=scope)
+        anonymous = self.public is not None and self.public(scope.get("method", ""), path)
         try:
-            principal = await self._admit(scope, headers, message)
+            principal = await self._admit(scope, headers, message, anonymous=anonymous)
         except ToolError as err:
             await self._refuse(err, scope, receive, send)
             return
@@ -179,7 +186,7 @@ class SecurityMiddleware:
 
         return tracking_send
 
-    async def _admit(self, scope: Scope, headers: Headers, message: Any) -> Principal:
+    async def _admit(self, scope: Scope, headers: Headers, message: Any, *, anonymous: bool = False) -> Principal:
         host = headers.get("host", "")
         if not matches(host, self.hosts):
             raise ToolError(
@@ -200,6 +207,8 @@ class SecurityMiddleware:
                 "credentials are accepted only in headers, never in the query string",
                 details={"reason": "query_string"},
             )
+        if anonymous:
+            return ANONYMOUS if self.auth.enabled else await self._authenticate(headers)
         principal = await self._authenticate(headers)
         session_id = headers.get("mcp-session-id")
         owner = self.sessions.owner(session_id) if session_id and scope.get("path") == self.mcp_path else None

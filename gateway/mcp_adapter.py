@@ -118,8 +118,14 @@ def build_server(runtime: GatewayRuntime) -> Server[Any]:
     # Results as SDK models (built from wire JSON): a model fills what each protocol era requires.
     async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
         peers.seen(ctx)
-        resources = runtime.visible_resources(principal_of(runtime, ctx))
-        return mt.ListResourcesResult.model_validate({"resources": [wire.resource_json(r) for r in resources]})
+        cursor = getattr(params, "cursor", None) if params is not None else None
+        fixed = [] if cursor else [wire.resource_json(r) for r in runtime.visible_resources(principal_of(runtime, ctx))]
+        try:
+            entries, next_cursor = await runtime.list_template_resources(cursor, call_context(runtime, ctx))
+        except ToolError as err:
+            raise _protocol_error(err) from None
+        listed = [wire.entry_json(entry) for entry in entries]
+        return mt.ListResourcesResult.model_validate({"resources": fixed + listed, "nextCursor": next_cursor})
 
     async def list_templates(ctx: Any, params: Any) -> mt.ListResourceTemplatesResult:
         found = [wire.template_json(t) for t in runtime.visible_templates(principal_of(runtime, ctx))]

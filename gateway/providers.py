@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import structlog
+from pydantic import ValidationError
 
-from gateway.api.errors import ConfigError, ProviderUnavailable
+from gateway.api.errors import ConfigError, NotFound, ProviderUnavailable, ValidationFailed
 from gateway.api.registry import EMBEDDER, ProviderContext
 from gateway.config import LoadedConfig, errors_name_the_file
 from gateway.plugin_manager import Registry
@@ -68,6 +71,34 @@ class ProviderHub:
         self._built[key] = provider
         log.debug("provider built", kind=kind, name=name, plugin=reg.plugin)
         return provider
+
+    def instantiate(self, kind: str, name: str, config: Mapping[str, Any], *, data_dir: Path | None = None) -> Any:
+        """A new, caller-owned instance of ``kind``/``name`` built from ``config`` (see
+        :class:`gateway.api.registry.ProviderInstantiator`)."""
+        installed = self._registry.providers.get(kind, {})
+        reg = installed.get(name)
+        if reg is None:
+            raise NotFound(
+                f"no {kind} provider {name!r} is installed (installed: {', '.join(sorted(installed)) or 'none'})",
+                details={"field": "type", "installed": sorted(installed)},
+            )
+        parsed = None
+        if reg.config_model is not None:
+            try:
+                parsed = reg.config_model.model_validate(dict(config), context={"config_dir": self._loaded.base_dir})
+            except ValidationError as exc:
+                errors = [
+                    {"field": ".".join(str(p) for p in err["loc"]) or "(root)", "message": err["msg"]}
+                    for err in exc.errors(include_url=False)
+                ]
+                summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+                raise ValidationFailed(f"invalid {kind} configuration: {summary}", details={"errors": errors}) from None
+        elif config:
+            raise ValidationFailed(f"{kind} {name!r} takes no configuration", details={"errors": []})
+        directory = data_dir or self._loaded.data_dir / "providers" / kind / name
+        directory.mkdir(parents=True, exist_ok=True)
+        context = ProviderContext(kind=kind, name=name, config=parsed, data_dir=directory, provider=self.get)
+        return reg.factory(context)
 
     def built(self, kind: str) -> list[str]:
         """Names of the providers of ``kind`` built so far (the ones a deployment actually uses)."""

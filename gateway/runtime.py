@@ -22,6 +22,7 @@ from gateway.api.errors import (
     InternalError,
     NotFound,
     ToolError,
+    ValidationFailed,
 )
 from gateway.api.registry import InterceptorContext, PackContext
 from gateway.api.tools import (
@@ -29,6 +30,7 @@ from gateway.api.tools import (
     PromptResult,
     Resource,
     ResourceContent,
+    ResourceEntry,
     ResourceTemplate,
     ToolCall,
     ToolOutput,
@@ -111,6 +113,7 @@ class GatewayRuntime:
                     provider=self.providers.get,
                     embeddings=self.providers.embeddings,
                     sanitization=self.providers.sanitization,
+                    instantiate=self.providers.instantiate,
                     upstreams=self.upstream_connector,
                     catalogue_changed=self._announcer(name),
                 )
@@ -285,7 +288,8 @@ class GatewayRuntime:
             )
             return self._error(served, err, context)
         body = model.model_dump(mode="json", by_alias=True, exclude_none=tool.exclude_none)
-        return CallOutcome(False, body, served.encoder.encode(body), context=context)
+        text = tool.text(model) if tool.text is not None else served.encoder.encode(body)
+        return CallOutcome(False, body, text, context=context)
 
     async def _invoke(self, call: ToolCall) -> ToolOutput:
         return await call.tool.handler(call.arguments, call.context)  # type: ignore[arg-type]
@@ -327,6 +331,31 @@ class GatewayRuntime:
 
     def visible_templates(self, principal: Principal) -> list[ResourceTemplate]:
         return [tpl for _, tpl, _ in self.templates if principal.allows(tpl.scope)]
+
+    async def list_template_resources(
+        self, cursor: str | None, context: CallContext
+    ) -> tuple[list[ResourceEntry], str | None]:
+        """One page of the members of listable templates (``resources/list`` after the fixed resources).
+
+        The cursor is ``<template number>:<the template's own cursor>``; a template's last page moves on to the next
+        listable template."""
+        listable = [tpl for tpl in self.visible_templates(context.principal) if tpl.list is not None]
+        number, inner = 0, None
+        if cursor:
+            head, _, rest = cursor.partition(":")
+            if not head.isdigit() or int(head) >= len(listable):
+                raise ValidationFailed(f"invalid cursor {cursor!r}", details={"errors": [{"field": "cursor"}]})
+            number, inner = int(head), rest or None
+        while number < len(listable):
+            template = listable[number]
+            assert template.list is not None
+            page = await template.list(inner, context)
+            if page.next_cursor is not None:
+                return list(page.entries), f"{number}:{page.next_cursor}"
+            if page.entries or number + 1 == len(listable):
+                return list(page.entries), (f"{number + 1}:" if number + 1 < len(listable) else None)
+            number, inner = number + 1, None
+        return [], None
 
     async def _read(self, uri: str, context: CallContext) -> ResourceContent | Sequence[ResourceContent]:
         if uri in self.resources:

@@ -18,6 +18,7 @@ from gateway.api.tools import (
     PromptResult,
     Resource,
     ResourceContent,
+    ResourceEntry,
     ResourceTemplate,
     Tool,
     ToolAnnotations,
@@ -62,6 +63,12 @@ def resource_json(resource: Resource) -> dict[str, Any]:
         title=resource.title,
         description=resource.description,
         mimeType=resource.mime_type,
+    )
+
+
+def entry_json(entry: ResourceEntry) -> dict[str, Any]:
+    return _present(
+        uri=entry.uri, name=entry.name, description=entry.description, mimeType=entry.mime_type, size=entry.size
     )
 
 

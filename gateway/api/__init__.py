@@ -1,14 +1,23 @@
 """The public surface of the gateway: the only module a plugin imports from the host.
 
-Hook markers, the Tool/ToolPack types (with resources and prompts), the call context, errors, the provider
-protocols (Embedder, VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator) and the client for
-other MCP servers (UpstreamConnector).
+Hook markers, the Tool/ToolPack types (with resources and prompts), REST routes, the call context, errors, the
+provider protocols (Embedder, VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator, Connector) and
+the client for other MCP servers (UpstreamConnector).
 """
 
 from __future__ import annotations
 
 from gateway.api.auth import Authenticator
 from gateway.api.commands import CommandEnvironment
+from gateway.api.connectors import (
+    Connector,
+    DocumentContent,
+    HistoryEntry,
+    ScanResult,
+    SkippedDocument,
+    SkipReason,
+    SourceDocument,
+)
 from gateway.api.context import CallContext, Principal
 from gateway.api.embedding import DocumentEmbeddings, Embedder, EmbeddingService, EmbedTask, QueryEmbedding
 from gateway.api.errors import (
@@ -43,6 +52,7 @@ from gateway.api.markers import PROJECT_NAME, hookimpl
 from gateway.api.rate_limits import RateDecision, RateLimiter, RateLimitRule
 from gateway.api.registry import (
     AUTH,
+    CONNECTOR,
     EMBEDDER,
     JUDGE,
     PROVIDER_KINDS,
@@ -55,9 +65,11 @@ from gateway.api.registry import (
     PackContext,
     PackRegistrar,
     ProviderContext,
+    ProviderInstantiator,
     ProviderRegistrar,
     Secret,
 )
+from gateway.api.rest import NoInput, RateTier, RestRoute, RestRouteSource
 from gateway.api.sanitizers import (
     FieldKind,
     Finding,
@@ -80,6 +92,8 @@ from gateway.api.tools import (
     ReindexReport,
     Resource,
     ResourceContent,
+    ResourceEntry,
+    ResourcePage,
     ResourceTemplate,
     Tool,
     ToolAnnotations,
@@ -109,6 +123,7 @@ from gateway.api.vectors import FieldType, Filter, ScoredPoint, VectorPoint, Vec
 
 __all__ = [
     "AUTH",
+    "CONNECTOR",
     "EMBEDDER",
     "JUDGE",
     "PROJECT_NAME",
@@ -124,6 +139,8 @@ __all__ = [
     "CallNext",
     "CommandEnvironment",
     "ConfigError",
+    "Connector",
+    "DocumentContent",
     "DocumentEmbeddings",
     "EmbedTask",
     "Embedder",
@@ -134,6 +151,7 @@ __all__ = [
     "Finding",
     "Forbidden",
     "GatewayError",
+    "HistoryEntry",
     "HttpTarget",
     "InsufficientData",
     "Interceptor",
@@ -145,6 +163,7 @@ __all__ = [
     "JudgeResult",
     "ListKind",
     "Migration",
+    "NoInput",
     "NotFound",
     "PackContext",
     "PackRegistrar",
@@ -156,6 +175,7 @@ __all__ = [
     "PromptMessage",
     "PromptResult",
     "ProviderContext",
+    "ProviderInstantiator",
     "ProviderRegistrar",
     "ProviderUnavailable",
     "QueryEmbedding",
@@ -163,6 +183,7 @@ __all__ = [
     "RateLimitExceeded",
     "RateLimitRule",
     "RateLimiter",
+    "RateTier",
     "ReindexProgress",
     "ReindexReport",
     "Reindexable",
@@ -173,7 +194,11 @@ __all__ = [
     "RemoteTool",
     "Resource",
     "ResourceContent",
+    "ResourceEntry",
+    "ResourcePage",
     "ResourceTemplate",
+    "RestRoute",
+    "RestRouteSource",
     "ReviewComment",
     "ReviewFile",
     "ReviewScope",
@@ -182,10 +207,14 @@ __all__ = [
     "SanitizationService",
     "SanitizedText",
     "Sanitizer",
+    "ScanResult",
     "ScoredPoint",
     "Secret",
     "ServiceUnavailable",
     "Severity",
+    "SkipReason",
+    "SkippedDocument",
+    "SourceDocument",
     "StdioTarget",
     "StoreIntegrityError",
     "Tool",

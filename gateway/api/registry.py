@@ -22,7 +22,8 @@ RATE_LIMITER = "rate_limiter"
 SANITIZER = "sanitizer"
 AUTH = "auth"
 JUDGE = "judge"
-PROVIDER_KINDS = (EMBEDDER, VECTOR_STORE, STORE, RATE_LIMITER, SANITIZER, AUTH, JUDGE)
+CONNECTOR = "connector"
+PROVIDER_KINDS = (EMBEDDER, VECTOR_STORE, STORE, RATE_LIMITER, SANITIZER, AUTH, JUDGE, CONNECTOR)
 """Every swappable provider kind. Plugins may register further kinds of their own."""
 
 
@@ -42,6 +43,17 @@ unset. The value is a :class:`pydantic.SecretStr`, so it never appears in reprs 
 class ProviderLookup(Protocol):
     def __call__(self, kind: str, name: str | None = None) -> Any:
         """The provider of ``kind`` (the configured one when ``name`` is ``None``), built on first use."""
+
+
+class ProviderInstantiator(Protocol):
+    def __call__(self, kind: str, name: str, config: Mapping[str, Any], *, data_dir: Path | None = None) -> Any:
+        """A new instance of the provider ``kind``/``name`` configured with ``config`` (validated by the provider's
+        config model; a bad value raises :class:`gateway.api.ValidationFailed` naming the field). The caller owns
+        it and closes it. Unknown ``name``: :class:`gateway.api.NotFound` listing the installed ones."""
+
+
+def _no_instances(kind: str, name: str, config: Mapping[str, Any], *, data_dir: Path | None = None) -> Any:
+    raise NotImplementedError("this host cannot build provider instances")
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,8 @@ class PackContext:
     embeddings: Callable[[], EmbeddingService]
     """The embedder chain, built on first call (packs that never embed never load a model)."""
     sanitization: Callable[[], SanitizationService]
+    instantiate: ProviderInstantiator = _no_instances
+    """Build several configured instances of one provider kind (the context pack's connectors, one per source)."""
     upstreams: Callable[[], UpstreamConnector] = field(default=lambda: _no_upstreams())
     """The client for other MCP servers (:mod:`gateway.api.upstream`), for packs that front them."""
     catalogue_changed: Callable[[], Awaitable[None]] = field(default=lambda: _nothing_to_announce())

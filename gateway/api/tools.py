@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from gateway.api.context import CallContext
 from gateway.api.errors import ToolError
+from gateway.api.rest import RestRoute
 
 InT = TypeVar("InT", bound=BaseModel)
 OutT = TypeVar("OutT", bound=BaseModel)
@@ -57,6 +58,8 @@ class Tool(Generic[InT, OutT]):
     ``scope`` is the permission a caller needs (``None``: anyone who may reach the gateway).
     ``text_indent`` sets the indentation of the JSON text block (``None``: compact); ``exclude_none`` leaves
     fields whose value is ``None`` out of the result (for optional fields a client must not see as ``null``).
+    ``text`` renders the text block from the output model instead of the JSON dump (a formatted text meant for an
+    LLM's context window); ``structuredContent`` still carries the model.
     ``upstream`` names the remote service the tool forwards to, if any (shown by ``gateway tools``, a label of
     the call metrics).
     """
@@ -70,6 +73,7 @@ class Tool(Generic[InT, OutT]):
     scope: str | None = None
     text_indent: int | None = None
     exclude_none: bool = False
+    text: Callable[[OutT], str] | None = None
     input_schema: Mapping[str, Any] | None = None
     """The input JSON Schema of a tool without an input model (see :meth:`from_json_schema`)."""
     output_schema: Mapping[str, Any] | None = None
@@ -147,11 +151,31 @@ class Resource:
 
 
 @dataclass(frozen=True)
+class ResourceEntry:
+    """One concrete resource of a template's family, as ``resources/list`` shows it."""
+
+    uri: str
+    name: str
+    mime_type: str | None = None
+    description: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class ResourcePage:
+    """A page of a template's resources; ``next_cursor`` (opaque to the host) fetches the next one."""
+
+    entries: Sequence[ResourceEntry]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True)
 class ResourceTemplate:
     """A resource family addressed by an RFC 6570 template, such as ``gim://issues/{issue_id}/stats``.
 
-    ``read`` receives the variables the host extracted from the URI. The host understands simple variables
-    (``{name}``: one path segment) and reserved expansion (``{+name}``: may span several segments).
+    ``read`` receives the variables the host extracted from the URI. ``{name}`` matches one path segment,
+    ``{+name}`` (reserved expansion) any text including ``/``. ``list``, when given, enumerates the family's
+    current members page by page, and ``resources/list`` shows them after the fixed resources.
     """
 
     uri_template: str
@@ -161,6 +185,7 @@ class ResourceTemplate:
     mime_type: str | None = "application/json"
     scope: str | None = None
     title: str | None = None
+    list: Callable[[str | None, CallContext], Awaitable[ResourcePage]] | None = None
 
 
 @dataclass(frozen=True)
@@ -225,9 +250,9 @@ class ToolPack:
     """Base class of a tool pack. Subclasses override :meth:`tools` and whatever else they offer.
 
     Lifecycle: the host builds the pack from its factory at start-up, awaits :meth:`start`, serves, and awaits
-    :meth:`stop` at shut-down. Per-request work happens in the tool handlers. A pack whose tools, resources or
-    prompts change while serving awaits :attr:`gateway.api.PackContext.catalogue_changed`: the host then reads
-    them again and tells connected clients (``notifications/tools/list_changed``...).
+    :meth:`stop` at shut-down. Per-request work happens in the tool, resource and REST route handlers. A pack whose
+    tools, resources or prompts change while serving awaits :attr:`gateway.api.PackContext.catalogue_changed`: the
+    host then reads them again and tells connected clients (``notifications/tools/list_changed``...).
     """
 
     name: str = "unnamed"
@@ -248,6 +273,11 @@ class ToolPack:
 
     def status(self) -> Sequence[UpstreamStatus]:
         """The state of the remote services this pack forwards to (none for a pack that runs locally)."""
+        return ()
+
+    def rest_routes(self) -> Sequence[RestRoute]:
+        """REST operations served under ``/api/v1`` over HTTP (see :class:`gateway.api.RestRoute`). Their handlers
+        call the same methods the tool handlers do, so MCP and REST share one implementation."""
         return ()
 
     async def start(self) -> None:
