@@ -261,21 +261,8 @@ def plugins_command(env: CliEnvironment) -> None:
     blocked = loaded.config.gateway.block
     if blocked:
         click.echo(f"blocked: {', '.join(blocked)}")
-    if not loaded.config.packs.enabled:
-        return
-
-    async def main() -> list[str]:
-        async with env.running_runtime() as runtime:
-            return inventory.pack_lines(runtime)
-
-    try:
-        lines = _run(main)
-    except GatewayError as exc:
-        click.echo(f"enabled packs: not started ({exc})")
-        return
-    click.echo(f"enabled packs ({env.config_path}):")
-    for line in lines:
-        click.echo(line)
+    if loaded.config.packs.enabled:
+        click.echo("\n".join(inventory.enabled_packs(env.running_runtime, env.config_path)))
 
 
 @cli.command("tools")

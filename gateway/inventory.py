@@ -4,11 +4,16 @@ a pack that fronts other servers, the remote server it comes from and that serve
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import anyio
+
+from gateway.api.errors import GatewayError
 from gateway.runtime import GatewayRuntime
 
-__all__ = ["pack_lines", "tool_lines", "tool_rows", "upstream_lines"]
+__all__ = ["enabled_packs", "pack_lines", "tool_lines", "tool_rows", "upstream_lines"]
 
 
 def upstream_lines(runtime: GatewayRuntime) -> list[str]:
@@ -28,6 +33,20 @@ def pack_lines(runtime: GatewayRuntime) -> list[str]:
     for served in runtime.tools.values():
         counts[served.pack] += 1
     return [f"  {name}: {count} tools" for name, count in counts.items()] + upstream_lines(runtime)
+
+
+def enabled_packs(running: Callable[[], AbstractAsyncContextManager[GatewayRuntime]], source: object) -> list[str]:
+    """The tail of ``gateway plugins``: the deployment started (``running``), its packs and remote servers."""
+
+    async def main() -> list[str]:
+        async with running() as runtime:
+            return pack_lines(runtime)
+
+    try:
+        lines = anyio.run(main)
+    except GatewayError as exc:
+        return [f"enabled packs: not started ({exc})"]
+    return [f"enabled packs ({source}):", *lines]
 
 
 def tool_rows(runtime: GatewayRuntime) -> list[dict[str, Any]]:
