@@ -161,9 +161,9 @@ async def test_a_down_server_does_not_stop_the_others(tmp_path: Path, monkeypatc
         statuses = {s.name: s for _, s in client.runtime.upstream_statuses()}
     assert fine.structured_content == {"result": "fine"}
     assert statuses["py"].state == "up"
-    assert statuses["ghost"].state == "down" and "missing-binary" in statuses["ghost"].last_error
-    assert statuses["search"].state == "down" and "NO_SUCH_TOKEN" in statuses["search"].last_error
-    assert statuses["closed"].state == "down" and statuses["closed"].last_error
+    # the others keep being retried in the background: "starting" while an attempt runs, "down" between them
+    for name, why in (("ghost", "missing-binary"), ("search", "NO_SUCH_TOKEN"), ("closed", "closed")):
+        assert statuses[name].state in ("down", "starting") and why in (statuses[name].last_error or ""), name
 
 
 async def test_a_known_but_down_server_answers_upstream_unavailable_at_once(tmp_path: Path):
