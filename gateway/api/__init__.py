@@ -1,7 +1,8 @@
 """The public surface of the gateway: the only module a plugin imports from the host.
 
-Hook markers, the Tool/ToolPack types, REST routes, the call context, errors, and the provider protocols (Embedder,
-VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator).
+Hook markers, the Tool/ToolPack types (with resources and prompts), REST routes, the call context, errors, the
+provider protocols (Embedder, VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator, Connector) and
+the client for other MCP servers (UpstreamConnector).
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ from gateway.api.stores import Migration, RelationalStore, StoreIntegrityError, 
 from gateway.api.tools import (
     CallNext,
     Interceptor,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    PromptResult,
     Reindexable,
     ReindexProgress,
     ReindexReport,
@@ -93,7 +98,26 @@ from gateway.api.tools import (
     Tool,
     ToolAnnotations,
     ToolCall,
+    ToolOutput,
     ToolPack,
+    ToolResult,
+    UpstreamStatus,
+)
+from gateway.api.upstream import (
+    HttpTarget,
+    ListKind,
+    RemotePrompt,
+    RemoteResource,
+    RemoteResourceTemplate,
+    RemoteTool,
+    StdioTarget,
+    UpstreamConnectionLost,
+    UpstreamConnector,
+    UpstreamError,
+    UpstreamRequestFailed,
+    UpstreamSession,
+    UpstreamSessionExpired,
+    UpstreamTarget,
 )
 from gateway.api.vectors import FieldType, Filter, ScoredPoint, VectorPoint, VectorStore
 
@@ -128,6 +152,7 @@ __all__ = [
     "Forbidden",
     "GatewayError",
     "HistoryEntry",
+    "HttpTarget",
     "InsufficientData",
     "Interceptor",
     "InterceptorContext",
@@ -136,6 +161,7 @@ __all__ = [
     "Judge",
     "JudgeRequest",
     "JudgeResult",
+    "ListKind",
     "Migration",
     "NoInput",
     "NotFound",
@@ -144,6 +170,10 @@ __all__ = [
     "PlaceholderMap",
     "PluginError",
     "Principal",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "PromptResult",
     "ProviderContext",
     "ProviderInstantiator",
     "ProviderRegistrar",
@@ -158,6 +188,10 @@ __all__ = [
     "ReindexReport",
     "Reindexable",
     "RelationalStore",
+    "RemotePrompt",
+    "RemoteResource",
+    "RemoteResourceTemplate",
+    "RemoteTool",
     "Resource",
     "ResourceContent",
     "ResourceEntry",
@@ -181,14 +215,25 @@ __all__ = [
     "SkipReason",
     "SkippedDocument",
     "SourceDocument",
+    "StdioTarget",
     "StoreIntegrityError",
     "Tool",
     "ToolAnnotations",
     "ToolCall",
     "ToolError",
+    "ToolOutput",
     "ToolPack",
+    "ToolResult",
     "Transaction",
     "Unauthenticated",
+    "UpstreamConnectionLost",
+    "UpstreamConnector",
+    "UpstreamError",
+    "UpstreamRequestFailed",
+    "UpstreamSession",
+    "UpstreamSessionExpired",
+    "UpstreamStatus",
+    "UpstreamTarget",
     "ValidationFailed",
     "VectorPoint",
     "VectorStore",
