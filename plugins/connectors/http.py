@@ -208,6 +208,7 @@ class HostedHttp:
         delay = self._resume_at - self.clock()
         if delay > 0:
             await self._wait(delay, "rate limit exhausted until its reset")
+        self._resume_at = 0.0
         try:
             response = await self._client.request(method, url, params=params, json=json, headers=headers)
         except httpx.TransportError as exc:

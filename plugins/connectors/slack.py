@@ -6,11 +6,13 @@ messages, newest first, ``oldest`` exclusive), ``conversations.replies`` (a thre
 ``token_revoked``, ``channel_not_found``, ``not_in_channel``, ``missing_scope``...); rate limits as HTTP ``429``
 with ``Retry-After`` (seconds), honoured.
 
-Incremental: each channel's history is asked ``oldest`` = the newest message already stored (the first sync goes
-back ``history_days``). A reply added to an old thread does not show in the history, so threads active within
-``thread_lookback_days`` are asked for replies newer than the last one seen (``conversations.replies`` with
-``oldest``), and re-read only when there is one. The cursor keeps the channel being read and its page cursor, so an
-interrupted sync resumes there. Document paths: ``{channel id}/{thread ts}``.
+Incremental: each channel's history is asked from ``oldest`` = the newest message already stored (the first sync
+goes back ``history_days``), or from ``thread_lookback_days`` ago when that is earlier: a reply to an earlier message
+does not show in the history as a message of its own, only as its parent's ``reply_count``/``latest_reply``, so the
+messages of that window are looked at again and a thread is read (``conversations.replies``) only when it is new or
+has a reply newer than the last one stored; an edited message (``edited.ts``) is offered again too. Set
+``thread_lookback_days = 0`` to ask strictly from the newest message. The cursor keeps the channel being read and its
+page cursor, so an interrupted sync resumes there. Document paths: ``{channel id}/{thread ts}``.
 """
 
 from __future__ import annotations
@@ -72,7 +74,6 @@ _NOISE = frozenset(
         "thread_broadcast",  # a reply also shown in the channel: it is read with its thread
     }
 )
-_THREAD_BATCH = 20
 
 
 class SlackConfig(HostedConfig):
@@ -83,7 +84,7 @@ class SlackConfig(HostedConfig):
     workspace: str | None = Field(None, description="The workspace's subdomain, for links to messages.")
     history_days: int = Field(90, ge=0, le=36_500, description="How far back the first sync reads (0: everything).")
     thread_lookback_days: int = Field(
-        14, ge=0, le=365, description="Threads with a reply this recent are checked for new replies at each sync."
+        14, ge=0, le=365, description="Messages this recent are looked at again at each sync for new thread replies."
     )
     page_size: int = Field(200, ge=1, le=999, description="Messages per request (Slack advises at most 200).")
 
@@ -299,52 +300,47 @@ class SlackConnector:
         run: dict[str, Any] = dict(state.get("run") or {})
         if not run:
             horizon = self.http.clock() - self.config.thread_lookback_days * 86_400
-            recent = sorted(key for key, latest in threads.items() if float(latest) >= horizon)
-            threads = {key: threads[key] for key in recent}
-            run = {"ids": await self._resolve(), "i": 0, "poll": recent}
+            threads = {key: latest for key, latest in threads.items() if float(latest) >= horizon}
+            run = {"ids": await self._resolve(), "i": 0, "horizon": f"{horizon:.6f}"}
         elif not self._names:
             await self._resolve()
-        documents: list[ChangedDocument] = []
         ids: list[str] = run["ids"]
-        if run["i"] < len(ids):
-            channel = ids[run["i"]]
-            oldest = channels.get(channel) or self._first_oldest()
-            try:
-                body = await self._history(channel, oldest, run.get("cursor"))
-            except ToolError as exc:
-                if exc.details.get("slack_error") != "invalid_cursor":
-                    raise
-                body = await self._history(channel, oldest, None)  # the page cursor expired: read the channel again
-            newest = run.get("newest") or oldest
-            for message in body.get("messages") or []:
-                newest = max(newest or "0", message["ts"], key=float)
-                if message.get("subtype") in _NOISE:
-                    continue
-                if message.get("reply_count"):
-                    thread = await self._thread(channel, message["ts"])
-                    threads[f"{channel}/{message['ts']}"] = thread[-1]["ts"] if thread else message["ts"]
-                    documents.append(self._render(channel, thread or [message]))
-                else:
-                    documents.append(self._render(channel, [message]))
-            following = (body.get("response_metadata") or {}).get("next_cursor") if body.get("has_more") else None
-            if following:
-                run.update(cursor=following, newest=newest)
-            else:
-                if newest:
-                    channels[channel] = newest
-                run.update(i=run["i"] + 1, cursor=None, newest=None)
+        channel = ids[run["i"]]
+        known = channels.get(channel)
+        oldest = min(known, run["horizon"], key=float) if known else self._first_oldest()
+        try:
+            body = await self._history(channel, oldest, run.get("cursor"))
+        except ToolError as exc:
+            if exc.details.get("slack_error") != "invalid_cursor":
+                raise
+            body = await self._history(channel, oldest, None)  # the page cursor expired: read the channel again
+        documents: list[ChangedDocument] = []
+        newest = run.get("newest") or known
+        for message in body.get("messages") or []:
+            ts = message["ts"]
+            newest = max(newest or "0", ts, key=float)
+            if message.get("subtype") in _NOISE:
+                continue
+            key = f"{channel}/{ts}"
+            fresh = known is None or float(ts) > float(known)
+            edited = known is not None and float((message.get("edited") or {}).get("ts") or 0) > float(known)
+            replied = bool(message.get("reply_count")) and float(message.get("latest_reply") or 0) > float(
+                threads.get(key, "0")
+            )
+            if not (fresh or edited or replied):
+                continue  # read again only to see its thread: unchanged
+            thread = await self._thread(channel, ts) if message.get("reply_count") else [message]
+            if message.get("reply_count") and thread:
+                threads[key] = max((m["ts"] for m in thread), key=float)
+            documents.append(self._render(channel, thread or [message]))
+        following = (body.get("response_metadata") or {}).get("next_cursor") if body.get("has_more") else None
+        if following:
+            run.update(cursor=following, newest=newest)
         else:
-            batch, run["poll"] = run["poll"][:_THREAD_BATCH], run["poll"][_THREAD_BATCH:]
-            for key in batch:
-                channel, _, parent = key.partition("/")
-                newer = await self._call(
-                    "conversations.replies", channel=channel, ts=parent, oldest=threads[key], inclusive="false", limit=2
-                )
-                if any(float(m["ts"]) > float(threads[key]) for m in newer.get("messages") or []):
-                    thread = await self._thread(channel, parent)
-                    threads[key] = thread[-1]["ts"]
-                    documents.append(self._render(channel, thread))
-        more = run["i"] < len(ids) or bool(run["poll"])
+            if newest:
+                channels[channel] = newest
+            run.update(i=run["i"] + 1, cursor=None, newest=None)
+        more = run["i"] < len(ids)
         next_state = {"channels": channels, "threads": threads, "run": run if more else None}
         return ChangePage(documents=documents, cursor=dump_cursor(next_state), more=more)
 

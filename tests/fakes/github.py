@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
@@ -170,6 +170,8 @@ class FakeGitHub(HostedFake):
         self.files: dict[int, list[dict[str, Any]]] = {}
         self.reviews: dict[int, list[dict[str, Any]]] = {}
         self.remaining = 5000
+        self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
+        """The server's clock (its ``Date`` header): tests move it."""
         self._ids = 100
 
     def _next_id(self) -> int:
@@ -380,7 +382,9 @@ class FakeGitHub(HostedFake):
     # -- the HTTP side ---------------------------------------------------------------------------------------
 
     def _headers(self) -> dict[str, str]:
-        self.remaining = max(0, self.remaining - 1)
+        if self.remaining == 0:  # the client waited for the reset: a new window
+            self.remaining = 5000
+        self.remaining -= 1
         return {
             "x-ratelimit-limit": "5000",
             "x-ratelimit-remaining": str(self.remaining),
@@ -389,7 +393,7 @@ class FakeGitHub(HostedFake):
             "x-ratelimit-resource": "core",
             "x-github-api-version-selected": "2022-11-28",
             "x-github-media-type": "github.v3; format=json",
-            "date": format_datetime(datetime.now(UTC), usegmt=True),
+            "date": format_datetime(self.now(), usegmt=True),
         }
 
     def _error(self, status: int, message: str) -> Response:

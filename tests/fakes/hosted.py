@@ -15,6 +15,8 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import format_datetime
 from typing import Any
 
 import uvicorn
@@ -104,7 +106,12 @@ class HostedFake:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         config = uvicorn.Config(
-            self._app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1
+            self._app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+            date_header=False,  # the fake's own Date (its clock can be moved by a test)
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
@@ -161,6 +168,8 @@ class HostedFake:
             )
         else:
             response = self.unauthorised(request) or self.answer(request, payload)
+        if "date" not in response.headers:
+            response.headers["date"] = format_datetime(datetime.now(UTC), usegmt=True)
         body = None
         if response.body:
             try:
