@@ -72,7 +72,8 @@ def _list(node: dict[str, Any], ordered: bool) -> str:
     start = int((node.get("attrs") or {}).get("order", 1) or 1)
     lines = []
     for number, item in enumerate(_children(node), start):
-        body = _blocks(_children(item)).strip() if item.get("type") in ("listItem", "taskItem") else _block(item)
+        parts = [_block(child) for child in _children(item)] if item.get("type") == "listItem" else [_block(item)]
+        body = "\n".join(part for part in parts if part.strip())  # a nested list stays in its item
         if item.get("type") == "taskItem":
             done = (item.get("attrs") or {}).get("state") == "DONE"
             body = f"[{'x' if done else ' '}] {_inline(_children(item)).strip()}"
