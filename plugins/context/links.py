@@ -64,15 +64,15 @@ async def linked_documents(
     ticket_ids: Sequence[str] = (),
     paths: Sequence[str] = (),
 ) -> LinkedDocuments:
-    """The documents that are one of ``ticket_ids``, mention one, or change one of ``paths``; and then the
-    tickets those documents mention (a pull request's "Fixes PROJ-7"), one step further."""
+    """The documents that are one of ``ticket_ids``, mention one, or change one of ``paths``; and, one step
+    further, the tickets those documents mention (a pull request's "Fixes PROJ-7") and what mentions those."""
     own = await repo.linked(db, connector_ids, ["key"], ticket_ids)
     mentioning = await repo.linked(db, connector_ids, ["mentions"], ticket_ids)
     changing = await repo.linked(db, connector_ids, ["changes"], paths)
     first = {row["file_id"] for row in own + mentioning + changing}
     links = await repo.links_of(db, sorted(first)) if first else []
     mentioned = sorted({link["value"] for link in links if link["relation"] == "mentions"} - set(ticket_ids))
-    further = await repo.linked(db, connector_ids, ["key"], mentioned) if mentioned else []
+    further = await repo.linked(db, connector_ids, ["key", "mentions"], mentioned) if mentioned else []
     extra = {row["file_id"] for row in further} - first
     if extra:
         links += await repo.links_of(db, sorted(extra))
