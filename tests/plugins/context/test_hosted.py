@@ -298,3 +298,53 @@ async def test_a_literal_token_is_refused_naming_the_field(data_dir: Path, fake_
         assert "ghp_literal_token_value" not in text
         service = client.runtime.packs["context"].service
         assert await service.store.fetch_all("SELECT id FROM ctx_connectors") == []
+
+
+@pytest.mark.postgres
+async def test_hosted_sync_and_links_on_postgres(
+    repo: Path, data_dir: Path, postgres_db: str, fake_github: FakeGitHub, fake_jira: FakeJira, token_env: str
+) -> None:
+    seed_github(fake_github)
+    seed_jira(fake_jira)
+    config = context_config(store="postgres")
+    config["plugins"]["store"] = {"postgres": {"dsn": postgres_db}}
+    async with running_gateway(config, data_dir) as client:
+        await add_file_connector(client, repo)
+        token = {"env": token_env}
+        await add(
+            client, "github", "gh", repository="octo/shop", base_url=fake_github.base_url, token=token, per_page=2
+        )
+        await add(
+            client, "jira", "j", base_url=fake_jira.base_url, email=fake_jira.email, token=token, projects=["SHOP"]
+        )
+        assert (await index_and_wait(client))["current_job"]["error"] is None
+        assert (await index_and_wait(client))["status"] == "completed"  # the incremental one, from the stored cursors
+    async with running_gateway(config, data_dir) as client:  # a restart: documents and links come from PostgreSQL
+        ticket = await call(client, "context.get_related_info", {"ticket_id": "SHOP-2"})
+        assert ticket["tickets"][0]["id"] == "SHOP-2" and [p["id"] for p in ticket["pull_requests"]] == ["octo/shop#2"]
+        hits = await call(client, "context.search", search_args("invoice cent", filters={"source_types": ["jira"]}))
+        assert hits["results"][0]["source"] == "jira://SHOP-2"
+
+
+async def test_hosted_documents_are_embedded_and_missing_vectors_are_filled(
+    embed_data_dir: Path, fake_jira: FakeJira, token_env: str
+) -> None:
+    seed_jira(fake_jira)
+    async with running_gateway(context_config(embed=True), embed_data_dir) as client:
+        token = {"env": token_env}
+        await add(
+            client, "jira", "j", base_url=fake_jira.base_url, email=fake_jira.email, token=token, projects=["SHOP"]
+        )
+        await index_and_wait(client)
+        service = client.runtime.packs["context"].service
+        rows = await service.store.fetch_all("SELECT path, embedded FROM ctx_files")
+        assert len(rows) == 2 and all(r["embedded"] for r in rows)
+        hits = await call(client, "context.search", search_args("a penny missing from the bill"))
+        assert hits["query_metadata"]["embedder"] and hits["results"]
+        await service.store.execute("UPDATE ctx_files SET embedded = '' WHERE path = 'SHOP-2'")  # an outage's gap
+        fake_jira.requests.clear()
+        await index_and_wait(client)
+        repaired = await service.store.fetch_one("SELECT embedded FROM ctx_files WHERE path = 'SHOP-2'")
+        assert repaired is not None and repaired["embedded"] == rows[0]["embedded"]
+        searches = [r for r in fake_jira.requests if r.path.endswith("/search/jql")]
+        assert all("updated >=" in r.json["jql"] for r in searches)  # filled from the store, not asked again
