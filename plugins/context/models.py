@@ -41,7 +41,10 @@ class SearchInput(_In):
 
 
 class ResultMetadata(BaseModel):
-    type: str = Field(description="function, method, class, module, doc or text")
+    type: str = Field(
+        description="function, method, class, module, doc or text; for hosted sources issue, pull_request, ticket, "
+        "thread, message, comment, review, reply or files"
+    )
     symbol: str | None = Field(None, description="Qualified name as the language writes it")
     lines: str = Field(description='"start-end", 1-based, inclusive')
     language: str
