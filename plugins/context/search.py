@@ -12,6 +12,7 @@ import structlog
 from gateway.api import ValidationFailed
 from gateway_plugins.context.file_connector import safe_relative_path
 from gateway_plugins.context.jobs import ACTIVE
+from gateway_plugins.context.links import work_context_boosts, work_ticket_ids
 from gateway_plugins.context.models import QueryMetadata, ResultMetadata, SearchInput, SearchOutput, SearchResult
 from gateway_plugins.context.service import ContextService
 
@@ -79,6 +80,18 @@ async def search(service: ContextService, tenant: str, args: SearchInput) -> Sea
             active_row = index.file_by_path.get((connector_id, active))
             if active_row is not None:
                 break
+    work = args.work_context
+    tickets = work_ticket_ids(work.open_ticket_ids, work.git_branch) if work else []
+    opts = service.config.ranking_options()
+    boosts = await work_context_boosts(
+        service.repo,
+        service.store,
+        index,
+        connector_ids,
+        tickets,
+        ticket_boost=opts.ticket_boost,
+        linked_file_boost=opts.linked_file_boost,
+    )
     dense: dict[int, float] = {}
     embedder: str | None = None
     lexical = None
@@ -92,10 +105,18 @@ async def search(service: ContextService, tenant: str, args: SearchInput) -> Sea
     # (the mask is made now; a lexical score made before new rows arrived is made again by rank).
     mask = allowed()
     ranked = ranker.rank(
-        args.query, limit=args.top_k, allowed=mask, active_file=active_row, dense=dense, lexical=lexical
+        args.query,
+        limit=args.top_k,
+        allowed=mask,
+        active_file=active_row,
+        dense=dense,
+        lexical=lexical,
+        boost_files=boosts,
     )
     chunks = [index.chunks[r.row] for r in ranked]
     contents = await service.repo.chunks_by_id(service.store, [c.id for c in chunks]) if chunks else {}
+    hosted = {index.files[c.file_row].file_id for c in chunks if index.files[c.file_row].source_type != "file"}
+    documents = await service.repo.documents_by_file(service.store, sorted(hosted)) if hosted else {}
     results: list[SearchResult] = []
     limit = service.config.result_chars
     for item, chunk in zip(ranked, chunks, strict=True):
@@ -106,9 +127,10 @@ async def search(service: ContextService, tenant: str, args: SearchInput) -> Sea
         content = stored["content"]
         if len(content) > limit:
             content = content[:limit] + "\n…"
+        document = documents.get(entry.file_id) or {}
         results.append(
             SearchResult(
-                source=f"file://{entry.path}",
+                source=f"{entry.source_type}://{entry.path}",
                 content=content,
                 score=round(item.score, 4),
                 metadata=ResultMetadata(
@@ -119,6 +141,9 @@ async def search(service: ContextService, tenant: str, args: SearchInput) -> Sea
                     last_modified=entry.last_modified_at,
                     connector_id=entry.connector_id,
                     path=entry.path,
+                    source_type=entry.source_type,
+                    title=document.get("title"),
+                    url=document.get("url"),
                 ),
             )
         )
@@ -170,6 +195,8 @@ def format_results(output: SearchOutput) -> str:
         what = f"{md.type} {md.symbol}" if md.symbol else md.type
         lines.append("")
         lines.append(f"[{number}] {md.path}:{md.lines} ({what}, {md.language}, score {result.score:.3f})")
+        if md.title:
+            lines.append(f"{md.source_type}: {md.title}" + (f" <{md.url}>" if md.url else ""))
         fence = "````" if "```" in result.content else "```"
         lines.append(f"{fence}{md.language if md.language not in ('text', 'rst', 'markdown') else ''}")
         lines.append(result.content)
