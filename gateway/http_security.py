@@ -1,6 +1,7 @@
 """The request checks in front of MCP and the REST facade: Host and Origin, credentials, and tool scopes.
 
-For every path but ``/health`` and ``/.well-known/...`` (public by design), in this order:
+For every path but ``/health`` and ``/.well-known/...`` (public by design), and ``/metrics`` when configured public
+(``transport.metrics``), in this order:
 
 1. ``Host`` must be a loopback name, the bound address, or in ``transport.allowed_hosts`` (DNS-rebinding
    protection; 421 otherwise), and ``Origin``, when sent, a loopback origin or in ``transport.allowed_origins``
@@ -151,13 +152,14 @@ class SecurityMiddleware:
         self.hosts = list(hosts)
         self.origins = list(origins)
         self.mcp_path = runtime.loaded.config.transport.path
+        self.open_paths = {"/metrics"} if runtime.loaded.config.transport.metrics == "public" else set()
         self.sessions = SessionOwners()
         named = {c.params["header"] for c in auth.challenges if "header" in c.params}
         self.secret_headers = {name.lower().encode("latin-1") for name in CREDENTIAL_HEADERS | named}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or is_public(path) or scope.get("method") == "OPTIONS":
+        if scope["type"] != "http" or is_public(path) or path in self.open_paths or scope.get("method") == "OPTIONS":
             await self.app(scope, receive, send)
             return
         message: Any = None

@@ -8,7 +8,13 @@ import logging
 import pytest
 import structlog
 
-pytest_plugins = ["tests.fakes.gemini", "tests.fakes.postgres"]
+pytest_plugins = [
+    "tests.fakes.gemini",
+    "tests.fakes.postgres",
+    "tests.fakes.github",
+    "tests.fakes.jira",
+    "tests.fakes.slack",
+]
 
 
 @pytest.fixture

@@ -12,7 +12,15 @@
   from a live one.
 * ``ctx_state``: the change sequence.
 
-Version 2 (tenancy and the REST API):
+Version 2 (hosted connectors, issue 17):
+
+* ``ctx_connectors.sync_state``: where an incremental connector's sync stands (its opaque cursor, stored after each
+  page, and a fingerprint of the config it was made with).
+* ``ctx_documents``: what a hosted document is besides its text (kind, title, URL, state, author).
+* ``ctx_links``: what links a document to others: its own ids (``key``: ``PROJ-7``, ``org/repo#42``), the ticket
+  ids it mentions (``mentions``), the repository paths it changes (``changes``: a pull request's files).
+
+Version 3 (tenancy and the REST API, issue 17):
 
 * ``ctx_connectors.public_id``: the id a tenant sees and addresses (``<type>-<name>``, unique within the tenant, so
   two tenants may each have a ``file-backend``); ``id`` stays the internal key files, chunks and vectors refer to,
@@ -106,7 +114,28 @@ CREATE TABLE ctx_state (
 INSERT INTO ctx_state (name, value) VALUES ('seq', 0);
 """
 
-_TENANCY_V2 = """
+_HOSTED_V2 = """
+ALTER TABLE ctx_connectors ADD COLUMN sync_state JSONB;
+CREATE TABLE ctx_documents (
+    file_id VARCHAR(36) PRIMARY KEY,
+    connector_id VARCHAR(120) NOT NULL,
+    kind VARCHAR(30) NOT NULL,
+    title TEXT NOT NULL,
+    url TEXT,
+    state VARCHAR(100),
+    author VARCHAR(200)
+);
+CREATE TABLE ctx_links (
+    file_id VARCHAR(36) NOT NULL,
+    connector_id VARCHAR(120) NOT NULL,
+    relation VARCHAR(10) NOT NULL,
+    value VARCHAR(1000) NOT NULL
+);
+CREATE INDEX ctx_links_value ON ctx_links (value, relation);
+CREATE INDEX ctx_links_file ON ctx_links (file_id);
+"""
+
+_TENANCY_V3 = """
 ALTER TABLE ctx_connectors ADD COLUMN public_id VARCHAR(120) NOT NULL DEFAULT '';
 UPDATE ctx_connectors SET public_id = id;
 CREATE UNIQUE INDEX ctx_connectors_public ON ctx_connectors (tenant, public_id);
@@ -133,5 +162,6 @@ CREATE TABLE ctx_secrets (
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "context schema", _SCHEMA_V1),
-    Migration(2, "tenant-scoped connector ids, settings, result sets", _TENANCY_V2),
+    Migration(2, "hosted connectors: sync state, documents, links", _HOSTED_V2),
+    Migration(3, "tenant-scoped connector ids, settings, result sets", _TENANCY_V3),
 )

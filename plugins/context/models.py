@@ -59,17 +59,23 @@ class SearchInput(_In):
 
 
 class ResultMetadata(BaseModel):
-    type: str = Field(description="function, method, class, module, doc or text")
+    type: str = Field(
+        description="function, method, class, module, doc or text; for hosted sources issue, pull_request, ticket, "
+        "thread, message, comment, review, reply or files"
+    )
     symbol: str | None = Field(None, description="Qualified name as the language writes it")
     lines: str = Field(description='"start-end", 1-based, inclusive')
     language: str
     last_modified: datetime
     connector_id: str
     path: str
+    source_type: str = Field("file", description="file, github, jira, slack (or a third-party connector's type)")
+    title: str | None = Field(None, description="An issue's, ticket's or thread's title (hosted sources)")
+    url: str | None = Field(None, description="Where a person opens it (hosted sources)")
 
 
 class SearchResult(BaseModel):
-    source: str = Field(description="file://<repository-relative path>")
+    source: str = Field(description="<source type>://<path>: file://src/app.py, github://org/repo/issues/42")
     content: str
     score: float
     metadata: ResultMetadata

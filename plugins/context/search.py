@@ -16,6 +16,7 @@ import structlog
 from gateway.api import ValidationFailed
 from gateway_plugins.context.file_connector import safe_relative_path
 from gateway_plugins.context.jobs import ACTIVE
+from gateway_plugins.context.links import work_context_boosts, work_ticket_ids
 from gateway_plugins.context.models import QueryMetadata, ResultMetadata, SearchInput, SearchOutput, SearchResult
 from gateway_plugins.context.settings import search_settings
 
@@ -99,6 +100,18 @@ async def rank(
             active_row = index.file_by_path.get((connector_id, active))
             if active_row is not None:
                 break
+    work = args.work_context
+    tickets = work_ticket_ids(work.open_ticket_ids, work.git_branch) if work and reranking else []
+    opts = service.config.ranking_options()
+    boosts = await work_context_boosts(
+        service.repo,
+        service.store,
+        index,
+        connector_ids,
+        tickets,
+        ticket_boost=opts.ticket_boost,
+        linked_file_boost=opts.linked_file_boost,
+    )
     dense: dict[int, float] = {}
     embedder: str | None = None
     lexical = None
@@ -111,7 +124,15 @@ async def rank(
     # From here to the ranking nothing awaits: an index job writing meanwhile cannot change the rows under it
     # (the mask is made now; a lexical score made before new rows arrived is made again by rank).
     mask = allowed()
-    ranked = ranker.rank(args.query, limit=limit, allowed=mask, active_file=active_row, dense=dense, lexical=lexical)
+    ranked = ranker.rank(
+        args.query,
+        limit=limit,
+        allowed=mask,
+        active_file=active_row,
+        dense=dense,
+        lexical=lexical,
+        boost_files=boosts,
+    )
     hits = [(index.chunks[r.row].id, round(r.score, 4)) for r in ranked]
     indexed = int(index.row_mask(connector_ids).sum())  # the filters may leave nothing: that is not "empty"
     status, note = await _index_status(service, tenant, connectors, indexed)
@@ -140,6 +161,9 @@ async def results_of(service: ContextService, tenant: str, hits: list[tuple[str,
     kept = [(row, score) for row, score in rows if row is not None]
     ids = [index.chunks[row].id for row, _ in kept]
     contents = await service.repo.chunks_by_id(service.store, ids) if ids else {}
+    files = [index.files[index.chunks[row].file_row] for row, _ in kept]
+    hosted = sorted({entry.file_id for entry in files if entry.source_type != "file"})
+    documents = await service.repo.documents_by_file(service.store, hosted) if hosted else {}
     results: list[SearchResult] = []
     limit = service.config.result_chars
     for row, score in kept:
@@ -151,9 +175,10 @@ async def results_of(service: ContextService, tenant: str, hits: list[tuple[str,
         content = stored["content"]
         if len(content) > limit:
             content = content[:limit] + "\n…"
+        document = documents.get(entry.file_id) or {}
         results.append(
             SearchResult(
-                source=f"file://{entry.path}",
+                source=f"{entry.source_type}://{entry.path}",
                 content=content,
                 score=score,
                 metadata=ResultMetadata(
@@ -164,6 +189,9 @@ async def results_of(service: ContextService, tenant: str, hits: list[tuple[str,
                     last_modified=entry.last_modified_at,
                     connector_id=public[entry.connector_id],
                     path=entry.path,
+                    source_type=entry.source_type,
+                    title=document.get("title"),
+                    url=document.get("url"),
                 ),
             )
         )
@@ -215,6 +243,8 @@ def format_results(output: SearchOutput) -> str:
         what = f"{md.type} {md.symbol}" if md.symbol else md.type
         lines.append("")
         lines.append(f"[{number}] {md.path}:{md.lines} ({what}, {md.language}, score {result.score:.3f})")
+        if md.title:
+            lines.append(f"{md.source_type}: {md.title}" + (f" <{md.url}>" if md.url else ""))
         fence = "````" if "```" in result.content else "```"
         lines.append(f"{fence}{md.language if md.language not in ('text', 'rst', 'markdown') else ''}")
         lines.append(result.content)

@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import math
 import secrets
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -32,6 +31,7 @@ from gateway.api import (
 )
 from gateway_plugins.context.config import ContextConfig
 from gateway_plugins.context.connectors import ConnectorRegistry
+from gateway_plugins.context.index_job import run_index_job
 from gateway_plugins.context.indexer import Indexer
 from gateway_plugins.context.jobs import JobHandle, JobRunner
 from gateway_plugins.context.live_index import LiveIndex
@@ -331,66 +331,7 @@ class ContextService:
         return None
 
     async def _index_job(self, handle: JobHandle, connectors: list[dict[str, Any]], force: bool) -> None:
-        registry, indexer = self.connectors, self.indexer
-        assert registry is not None and indexer is not None
-        scans = []
-        for row in connectors:
-            connector = await registry.instance(row)
-            scan = await connector.scan()
-            scans.append((row, connector, scan))
-            handle.total += len(scan.documents)
-        await handle.report(force=True)
-        for row, connector, scan in scans:
-            if handle.stop_requested:
-                break
-            handle.current_connector = row["public_id"]
-            base = handle.completed
-            await self.repo.update_connector(self.store, row["id"], {"status": "indexing"})
-
-            async def progress(done: int, path: str | None, base: int = base) -> None:
-                handle.completed = base + done
-                handle.documents = handle.completed
-                await handle.report()
-
-            try:
-                outcome = await indexer.run(
-                    row["id"],
-                    connector,
-                    scan.documents,
-                    force=force,
-                    progress=progress,
-                    should_stop=lambda: handle.stop_requested,
-                )
-            except Exception as exc:
-                await self.repo.update_connector(
-                    self.store, row["id"], {"status": "error", "last_error": f"{type(exc).__name__}: {exc}"}
-                )
-                raise
-            handle.completed = base + len(scan.documents) if not outcome.stopped else handle.completed
-            skipped = Counter(s.reason for s in scan.skipped)
-            if not scan.documents:  # an empty index must never be a mystery
-                reasons = ", ".join(f"{n} {r}" for r, n in skipped.most_common()) or "the source is empty"
-                outcome.failed.insert(0, f"no document to index ({reasons})")
-            await self.repo.update_connector(
-                self.store,
-                row["id"],
-                {
-                    "status": "stopped" if outcome.stopped else "active",
-                    "last_sync": datetime.now(UTC) if not outcome.stopped else row["last_sync"],
-                    "documents": len(await self.repo.file_states(self.store, row["id"])),
-                    "skipped": dict(skipped),
-                    "last_error": "; ".join(outcome.failed[:5]) or None,
-                },
-            )
-            log.info(
-                "context.connector.indexed",
-                connector=row["id"],
-                indexed=outcome.indexed,
-                unchanged=outcome.unchanged,
-                removed=outcome.removed,
-                skipped=dict(skipped),
-            )
-        await handle.report(force=True)
+        await run_index_job(self, handle, connectors, force)
 
 
 def field_error(field: str, message: str) -> ValidationFailed:
