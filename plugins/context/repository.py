@@ -277,6 +277,14 @@ class Repository:
             f"SELECT file_id, connector_id, relation, value FROM ctx_links WHERE file_id IN {clause}", params
         )
 
+    async def document_titles(self, db: Db, connector_ids: Sequence[str]) -> list[str]:
+        """The titles of the hosted documents of ``connector_ids`` (issues, pull requests, tickets, threads)."""
+        if not connector_ids:
+            return []
+        clause, params = _in("c", list(connector_ids))
+        rows = await db.fetch_all(f"SELECT DISTINCT title FROM ctx_documents WHERE connector_id IN {clause}", params)
+        return [row["title"] for row in rows if row["title"]]
+
     async def documents_by_file(self, db: Db, file_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Facts of hosted documents (with their path, source type and modification time) by file id."""
         clause, params = _in("f", list(file_ids))

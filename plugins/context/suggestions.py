@@ -1,5 +1,6 @@
 """``GET /search/suggestions``: completions of a partial query from what the caller's connectors indexed: symbol
-names (``Invoice.total``, ``charge_card``), section titles of documents, and file paths.
+names (``Invoice.total``, ``charge_card``), section titles of documents, file paths, and the keys and titles of
+hosted documents (``PROJ-7``, "Checkout fails for expired cards").
 
 A tenant's vocabulary is built from the in-memory search index when first asked and kept until the index changes
 (a few tenants at a time). Matching is case-insensitive, with ``_``, ``-`` and spaces alike: first the entries that
@@ -82,12 +83,15 @@ class Vocabulary:
 
 
 def _entries(service: ContextService, connector_ids: frozenset[str]) -> list[str]:
+    """Paths and symbols of the live files of ``connector_ids``; of a hosted document only its key (``PROJ-7``),
+    the first chunk's symbol (the others are section headings such as "Comment by ada on 2025-01-02")."""
     assert service.live is not None
     index = service.live.index
     entries: list[str] = []
     for entry in index.live_files(connector_ids):
         entries.append(entry.path)
-        entries.extend(index.chunks[row].symbol or "" for row in entry.rows)
+        rows = entry.rows if entry.source_type == "file" else entry.rows[:1]
+        entries.extend(index.chunks[row].symbol or "" for row in rows)
     return [text for text in entries if text]
 
 
@@ -100,7 +104,8 @@ async def suggest(service: ContextService, tenant: str, q: str, limit: int) -> l
     cache: OrderedDict = service.suggestion_cache
     vocabulary = cache.get(key)
     if vocabulary is None:  # read on the loop (the index changes there), sorted on a thread
-        vocabulary = cache[key] = await asyncio.to_thread(Vocabulary.of, _entries(service, connectors))
+        entries = _entries(service, connectors) + await service.repo.document_titles(service.store, sorted(connectors))
+        vocabulary = cache[key] = await asyncio.to_thread(Vocabulary.of, entries)
         while len(cache) > _CACHED:
             cache.popitem(last=False)
     cache.move_to_end(key)
