@@ -28,7 +28,6 @@ from gateway_plugins.context.rest_models import (
     IndexStartInput,
     IndexStatus,
     IndexStopped,
-    JobProgressOut,
     LastCompleted,
     ReindexStarted,
     RestSearchInput,
@@ -102,11 +101,7 @@ def _index_status(out: IndexControlOutput) -> IndexStatus:
     job, done = out.current_job, out.last_completed
     return IndexStatus(
         status=out.status,
-        current_job=CurrentJob(
-            id=job.id, started_at=job.started_at, progress=JobProgressOut(**job.progress.model_dump())
-        )
-        if job
-        else None,
+        current_job=CurrentJob(id=job.id, started_at=job.started_at, progress=job.progress) if job else None,
         last_completed=LastCompleted(
             finished_at=done.finished_at,
             duration_minutes=round((done.duration_seconds or 0.0) / 60, 2),

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from gateway_plugins.context.models import ConnectorInfo, QueryMetadata, SearchInput, SearchResult
+from gateway_plugins.context.models import ConnectorInfo, JobProgress, QueryMetadata, SearchInput, SearchResult
 
 CONNECTOR_ID = r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,119}$"
 
@@ -141,16 +141,10 @@ class IndexStopped(BaseModel):
     message: str
 
 
-class JobProgressOut(BaseModel):
-    completed: int
-    total: int
-    current_connector: str | None = None
-
-
 class CurrentJob(BaseModel):
     id: str
     started_at: datetime
-    progress: JobProgressOut
+    progress: JobProgress
 
 
 class LastCompleted(BaseModel):

@@ -83,7 +83,7 @@ def test_suggestions_complete_symbols_titles_and_paths(api: Api) -> None:
     envelope(api.call("GET", "/search/suggestions", "admin", params={"q": ""}), 400, "VALIDATION_ERROR")
 
 
-def _many_files(root: Path, count: int = 300) -> Path:
+def _many_files(root: Path, count: int = 600) -> Path:
     for n in range(count):
         (root / f"m{n % 5}").mkdir(parents=True, exist_ok=True)
         (root / f"m{n % 5}" / f"mod_{n}.py").write_text(f"def f_{n}(x):\n    return x + {n}\n")
@@ -103,12 +103,12 @@ def test_index_control_start_status_stop_and_force(tmp_path: Path) -> None:
         assert stopping["status"] == "stopping" and "gracefully" in stopping["message"]
         stopped = api.wait_for_job("admin")
         assert stopped["status"] == "stopped" and stopped["current_job"]["id"] == first["job_id"]
-        assert stopped["current_job"]["progress"]["completed"] < 300 and stopped["last_completed"] is None
+        assert stopped["current_job"]["progress"]["completed"] < 600 and stopped["last_completed"] is None
         envelope(api.call("POST", "/index/stop", "admin"), 404, "NOT_FOUND_ERROR")  # nothing runs
         resumed = api.index("admin", connectors=["all"])
         assert resumed["status"] == "completed"
-        assert resumed["current_job"]["progress"] == {"completed": 300, "total": 300, "current_connector": "file-many"}
-        assert resumed["last_completed"]["documents_processed"] == 300
+        assert resumed["current_job"]["progress"] == {"completed": 600, "total": 600, "current_connector": "file-many"}
+        assert resumed["last_completed"]["documents_processed"] == 600
         assert resumed["last_completed"]["duration_minutes"] >= 0
         again = api.ok("POST", "/index/start", "admin", 202, json={"connectors": ["file"]})  # a type: all of it
         assert again["estimated_duration_minutes"] == 1  # the last completed index job took under a minute

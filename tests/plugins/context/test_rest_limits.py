@@ -65,17 +65,22 @@ def _admitted(responses: list[httpx.Response]) -> int:
     return len(ok)
 
 
+CONCURRENT = (
+    ("PATCH", "/config", "config_write", 2, {"json": {}}),
+    ("GET", "/config", "config", 5, {}),
+    ("GET", "/status", "status", 10, {}),
+    ("GET", "/search/suggestions", "suggestions", 50, {"params": {"q": "char"}}),
+)
+
+
 @pytest.mark.parametrize("limiter", ["memory", "sqlite"])
 def test_concurrent_requests_take_exactly_each_bucket(tmp_path: Path, limiter: str) -> None:
-    config = rest_config(tmp_path / "data", tiers={})
+    # The spec's sizes, refilled per hour rather than per minute: no token comes back while a burst is served.
+    tiers = {tier: {"limit": limit, "period_seconds": 3600} for _, _, tier, limit, _ in CONCURRENT}
+    config = rest_config(tmp_path / "data", tiers=tiers)
     config["providers"]["rate_limiter"] = limiter
     with serve(config, {"admin": ("acme", SCOPES)}) as api:
         api.add_file_connector("admin", sample_repo(tmp_path / "shop"))
-        for method, path, limit, kwargs in (
-            ("PATCH", "/config", 2, {"json": {}}),
-            ("GET", "/config", 5, {}),
-            ("GET", "/status", 10, {}),
-            ("GET", "/search/suggestions", 50, {"params": {"q": "char"}}),
-        ):
+        for method, path, _tier, limit, kwargs in CONCURRENT:
             responses = asyncio.run(_fire(api, method, path, 3 * limit, **kwargs))
             assert _admitted(responses) == limit, (method, path)
