@@ -30,6 +30,7 @@ from gateway_plugins.gim.texts import (
     resolution_text,
 )
 from gateway_plugins.gim.vectors import ItemVectors
+from gateway_plugins.gim.vocabulary import explanation_terms
 
 if TYPE_CHECKING:
     from gateway_plugins.gim.core import GimCore
@@ -128,5 +129,6 @@ def _item_row(item_id: str, prepared: Prepared, now: Any) -> dict[str, Any]:
         "signature": prepared.texts[ERROR],
         "texts": prepared.texts,
         "tokens": " ".join(prepared.tokens),
+        "terms": " ".join(sorted(explanation_terms(prepared.texts[RESOLUTION]))),
         "created_at": now,
     }

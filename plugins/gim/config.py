@@ -65,6 +65,14 @@ class GimConfig(BaseModel):
         "packages and version directions of the cause and fix) not to contradict the master's "
         "(see gateway_plugins.gim.agreement).",
     )
+    dedup_mechanism_overlap: float = Field(
+        0.25,
+        ge=0.0,
+        le=1.0,
+        description="hybrid, with dedup_require_agreement: the least overlap of the two explanations' distinguishing "
+        "terms (beyond the error text, IDF-weighted) when the fixes' actions do not agree; 0 turns the mechanism check "
+        "off (see gateway_plugins.gim.mechanism).",
+    )
     require_same_exception_type: bool = Field(
         False, description="hybrid: also require the exception types to agree (see gateway_plugins.gim.dedup)."
     )

@@ -25,6 +25,7 @@ from gateway_plugins.gim.models import MasterIssue
 from gateway_plugins.gim.schemas import SubmitIssueInput, SubmitIssueOutput
 from gateway_plugins.gim.texts import COMBINED, ERROR, RESOLUTION
 from gateway_plugins.gim.vectors import ItemVectors
+from gateway_plugins.gim.vocabulary import explanation_terms
 
 if TYPE_CHECKING:
     from gateway_plugins.gim.core import GimCore
@@ -89,6 +90,7 @@ async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, ve
             evidence,
             error_threshold=core.config.dedup_error_threshold,
             resolution_threshold=core.config.dedup_resolution_threshold,
+            mechanism_overlap=core.config.dedup_mechanism_overlap,
         )
     chosen = decide_hybrid(
         evidence,
@@ -261,6 +263,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
                     "signature": prepared.texts[ERROR],
                     "texts": prepared.texts,
                     "tokens": " ".join(prepared.tokens),
+                    "terms": " ".join(sorted(explanation_terms(prepared.texts[RESOLUTION]))),
                     "created_at": now,
                 },
             )
@@ -297,7 +300,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
         except BaseException:
             await _cleanup(core, item_id, role)
             raise
-        core.lexical.add(item_id, master_id, prepared.tokens, seq=seq)
+        core.index_item(item_id, master_id, prepared.tokens, explanation_terms(prepared.texts[RESOLUTION]), seq=seq)
     if documents.missing:
         log.info("gim.submit.vectors_missing", item=item_id, embedders=list(documents.missing))
     merged = master is not None
