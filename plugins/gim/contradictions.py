@@ -86,7 +86,7 @@ async def attach_conflicts(
         str(row["id"]): row["texts"] for row in await core.repo.items_texts(core.store, item_ids)
     }
     mine = submission_facts(prepared)
-    my_terms = report_terms(prepared.texts[ERROR], prepared.texts[RESOLUTION], prepared.fix_bundle)
+    my_terms = report_terms(prepared.texts[ERROR], "", prepared.fix_bundle, explanation=prepared.terms)
     for e in candidates:
         master = masters.get(e.master_id)
         if master is None:

@@ -51,13 +51,17 @@ class ReportTerms:
     """Terms of the fix's commands and working-version names; empty when the structured fix is not at hand."""
 
 
-def report_terms(error: str, resolution: str, fix: FixBundle | None = None) -> ReportTerms:
-    """``error``: the normalised error signature; ``resolution``: the resolution text (root cause + fix)."""
+def report_terms(
+    error: str, resolution: str, fix: FixBundle | None = None, *, explanation: frozenset[str] | None = None
+) -> ReportTerms:
+    """``error``: the normalised error signature; ``resolution``: the resolution text (root cause + fix), or its
+    terms already computed (``explanation``)."""
     actions: frozenset[str] = frozenset()
     if fix is not None:
         commands = [action.command for action in fix.env_actions]
         actions = explanation_terms("\n".join([*commands, *fix.constraints.working_versions]))
-    return ReportTerms(explanation_terms(error), explanation_terms(resolution), actions)
+    explained = explanation if explanation is not None else explanation_terms(resolution)
+    return ReportTerms(explanation_terms(error), explained, actions)
 
 
 def overlap(sub: ReportTerms, item: ReportTerms, vocabulary: ExplanationVocabulary) -> tuple[float, set[str], set[str]]:

@@ -25,7 +25,6 @@ from gateway_plugins.gim.models import MasterIssue
 from gateway_plugins.gim.schemas import SubmitIssueInput, SubmitIssueOutput
 from gateway_plugins.gim.texts import COMBINED, ERROR, RESOLUTION
 from gateway_plugins.gim.vectors import ItemVectors
-from gateway_plugins.gim.vocabulary import explanation_terms
 
 if TYPE_CHECKING:
     from gateway_plugins.gim.core import GimCore
@@ -263,7 +262,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
                     "signature": prepared.texts[ERROR],
                     "texts": prepared.texts,
                     "tokens": " ".join(prepared.tokens),
-                    "terms": " ".join(sorted(explanation_terms(prepared.texts[RESOLUTION]))),
+                    "terms": " ".join(sorted(prepared.terms)),
                     "created_at": now,
                 },
             )
@@ -300,7 +299,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
         except BaseException:
             await _cleanup(core, item_id, role)
             raise
-        core.index_item(item_id, master_id, prepared.tokens, explanation_terms(prepared.texts[RESOLUTION]), seq=seq)
+        core.index_item(item_id, master_id, prepared.tokens, prepared.terms, seq=seq)
     if documents.missing:
         log.info("gim.submit.vectors_missing", item=item_id, embedders=list(documents.missing))
     merged = master is not None

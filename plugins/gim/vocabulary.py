@@ -7,6 +7,10 @@ weight: a term that half of the memory's explanations use ("install", "version",
 "safe.directory", "chown") weighs :attr:`~ExplanationVocabulary.unseen`. The weights therefore come from the
 deployment's own corpus and follow it as it grows, like the lexical index's BM25 weights over error tokens.
 
+Until the memory holds a few dozen explanations, document frequencies say little (in a memory of one item, every
+term of it looks common): the weights count :data:`PRIOR_DOCUMENTS` virtual explanations that use no term, so they
+start nearly uniform and become the corpus's own as it grows (at 500 items the prior moves a weight by about 1 %).
+
 The terms of each item are stored with it (``gim_items.terms``), so the vocabulary is rebuilt at start-up and follows
 other processes' items through the same catch-up as the lexical index (:meth:`GimCore.catch_up`). Items written
 before that column existed are read from their stored resolution text once per process.
@@ -23,7 +27,10 @@ import snowballstemmer
 
 from gateway_plugins.gim.evidence import identifier_tokens
 
-__all__ = ["ExplanationVocabulary", "explanation_terms", "stem"]
+__all__ = ["PRIOR_DOCUMENTS", "ExplanationVocabulary", "explanation_terms", "stem"]
+
+PRIOR_DOCUMENTS = 50
+"""Virtual explanations without any term, added to the corpus size in :meth:`ExplanationVocabulary.idf`."""
 
 _STEMMER = snowballstemmer.stemmer("english")
 _WORDISH = re.compile(r"^[a-z]+$")
@@ -59,9 +66,10 @@ class ExplanationVocabulary:
             df[term] = df.get(term, 0) + 1
 
     def idf(self, term: str) -> float:
-        """BM25's inverse document frequency, ``log(1 + (N - df + 0.5) / (df + 0.5))``."""
+        """BM25's inverse document frequency, ``log(1 + (N - df + 0.5) / (df + 0.5))``, with ``N`` the number of
+        stored explanations plus :data:`PRIOR_DOCUMENTS`."""
         df = self._df.get(term, 0)
-        return math.log(1.0 + (self._documents - df + 0.5) / (df + 0.5))
+        return math.log(1.0 + (self._documents + PRIOR_DOCUMENTS - df + 0.5) / (df + 0.5))
 
     @property
     def unseen(self) -> float:
