@@ -24,6 +24,7 @@ from gateway_plugins.gim.texts import (
     error_text,
     resolution_text,
 )
+from gateway_plugins.gim.vocabulary import explanation_terms
 
 __all__ = ["Prepared", "prepare_submission"]
 
@@ -47,6 +48,8 @@ class Prepared:
     title: str
     category: str
     symptoms: list[str] = field(default_factory=list)
+    terms: frozenset[str] = frozenset()
+    """The explanation terms of the resolution text (:func:`gateway_plugins.gim.vocabulary.explanation_terms`)."""
 
     @property
     def error(self) -> str:
@@ -175,6 +178,7 @@ async def prepare_submission(service: SanitizationService, args: SubmitIssueInpu
         raise InsufficientData(
             "Nothing of the error is left to match once normalised.", details={"field": "error_message"}
         )
+    resolution = resolution_text(root_cause, fix)
     return Prepared(
         description=description,
         error_message=error_message,
@@ -187,10 +191,11 @@ async def prepare_submission(service: SanitizationService, args: SubmitIssueInpu
         tokens=lexical_tokens(err),
         texts={
             ERROR: err,
-            RESOLUTION: resolution_text(root_cause, fix),
+            RESOLUTION: resolution,
             COMBINED: combined_text(error_message or description, root_cause, fix),
         },
         title=canonical_title(description, error_message, signature),
         category=categorise(root_cause, error_message or description),
         symptoms=list(signature.key_lines[:5]),
+        terms=explanation_terms(resolution),
     )

@@ -89,6 +89,7 @@ async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, ve
             evidence,
             error_threshold=core.config.dedup_error_threshold,
             resolution_threshold=core.config.dedup_resolution_threshold,
+            mechanism_overlap=core.config.dedup_mechanism_overlap,
         )
     chosen = decide_hybrid(
         evidence,
@@ -261,6 +262,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
                     "signature": prepared.texts[ERROR],
                     "texts": prepared.texts,
                     "tokens": " ".join(prepared.tokens),
+                    "terms": " ".join(sorted(prepared.terms)),
                     "created_at": now,
                 },
             )
@@ -297,7 +299,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
         except BaseException:
             await _cleanup(core, item_id, role)
             raise
-        core.lexical.add(item_id, master_id, prepared.tokens, seq=seq)
+        core.index_item(item_id, master_id, prepared.tokens, prepared.terms, seq=seq)
     if documents.missing:
         log.info("gim.submit.vectors_missing", item=item_id, embedders=list(documents.missing))
     merged = master is not None
