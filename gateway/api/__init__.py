@@ -1,7 +1,7 @@
 """The public surface of the gateway: the only module a plugin imports from the host.
 
-Hook markers, the Tool/ToolPack types, the call context, errors, and the provider protocols (Embedder,
-VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator).
+Hook markers, the Tool/ToolPack types, the call context, errors, the provider protocols (Embedder,
+VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator), and :func:`off_loop` for CPU-bound work.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from gateway.api.judges import (
     rubric_score,
 )
 from gateway.api.markers import PROJECT_NAME, hookimpl
+from gateway.api.offload import OFF_LOOP_CHARS, off_loop, sanitize_off_loop
 from gateway.api.rate_limits import RateDecision, RateLimiter, RateLimitRule
 from gateway.api.registry import (
     AUTH,
@@ -87,6 +88,7 @@ __all__ = [
     "AUTH",
     "EMBEDDER",
     "JUDGE",
+    "OFF_LOOP_CHARS",
     "PROJECT_NAME",
     "PROVIDER_KINDS",
     "RATE_LIMITER",
@@ -164,5 +166,7 @@ __all__ = [
     "VectorPoint",
     "VectorStore",
     "hookimpl",
+    "off_loop",
     "rubric_score",
+    "sanitize_off_loop",
 ]
