@@ -140,6 +140,22 @@ async def apply_in_memory(
         return await anyio.to_thread.run_sync(_read_tree, base)
 
 
+async def diff(path: str, old: str, new: str, *, time_limit: float) -> str:
+    """The diff from ``old`` to ``new`` as ``path`` (``""`` when equal), written by ``git diff --no-index``: the
+    ``a/``/``b/`` headers ``git apply`` reads, three lines of context. git's diff stays fast on files of repeated
+    lines, where :mod:`difflib` takes cubic time (40 s for 8,000 lines)."""
+    if old == new:
+        return ""
+    with tempfile.TemporaryDirectory(prefix="gan-diff-") as scratch:
+        base = Path(scratch)
+        await anyio.to_thread.run_sync(_write_tree, base, {f"a/{path}": old, f"b/{path}": new})
+        args = ["diff", "--no-index", "--no-prefix", "--no-color", "--no-ext-diff", "--no-textconv", "-U3"]
+        result = await git(*args, "--", f"a/{path}", f"b/{path}", cwd=base, time_limit=time_limit, ceiling=base.parent)
+    if result.returncode not in (0, 1):  # 1: the files differ
+        raise GitError(result.stderr or f"git diff exited with {result.returncode}")
+    return result.stdout.decode("utf-8", "surrogateescape")
+
+
 def _write_tree(base: Path, files: dict[str, str]) -> None:
     for path, content in files.items():
         target = base / path
