@@ -10,6 +10,7 @@ changed test are noted. Scores follow the deduction table of :mod:`.findings`.
 from __future__ import annotations
 
 import bisect
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +19,16 @@ import anyio.to_thread
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gateway.api import FieldKind, JudgeRequest, JudgeResult, PlaceholderMap, ReviewComment, ReviewFile, Sanitizer
+from gateway.api import (
+    FieldKind,
+    JudgeRequest,
+    JudgeResult,
+    PlaceholderMap,
+    ReviewComment,
+    ReviewFile,
+    Sanitizer,
+    sanitize_off_loop,
+)
 from gateway_plugins.judges.findings import Finding, LineEdit, coverage_score, deductions
 from gateway_plugins.judges.fixes import fix_file
 from gateway_plugins.judges.generic_checks import analyse_lines
@@ -26,6 +36,8 @@ from gateway_plugins.judges.languages import is_source_path, language_of, looks_
 from gateway_plugins.judges.python_checks import analyse_python
 
 log = structlog.get_logger(__name__)
+
+_NEWLINE = re.compile("\n")
 
 MAX_COMMENTS_PER_RULE = 10
 """Comments of one rule in one file beyond this are summarised (they still count in the score)."""
@@ -143,11 +155,12 @@ class InternalJudge:
         try:
             scanner = self._scanner()
             for file in files:
-                report = await scanner.sanitize(file.content, kind=FieldKind.CODE, placeholders=PlaceholderMap())
-                starts = _line_starts(file.content)
-                for found in report.findings:
-                    if found.category != "secret":
-                        continue
+                report = await sanitize_off_loop(
+                    scanner, file.content, kind=FieldKind.CODE, placeholders=PlaceholderMap()
+                )
+                secrets = [found for found in report.findings if found.category == "secret"]
+                starts = _line_starts(file.content) if secrets else []
+                for found in secrets:
                     line = bisect.bisect_right(starts, found.start)
                     if file.in_scope(line):
                         text = f"possible secret ({found.kind}): remove it from the code and rotate the credential"
@@ -191,11 +204,8 @@ def _has_lines(file: ReviewFile) -> bool:
 
 
 def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    for index, char in enumerate(text):
-        if char == "\n":
-            starts.append(index + 1)
-    return starts
+    """The offset of each line's first character (lines end at ``\\n``)."""
+    return [0, *(match.end() for match in _NEWLINE.finditer(text))]
 
 
 def _comments(findings: list[tuple[str, Finding]]) -> tuple[ReviewComment, ...]:
