@@ -39,7 +39,7 @@ from gateway.api.judges import (
     rubric_score,
 )
 from gateway.api.markers import PROJECT_NAME, hookimpl
-from gateway.api.offload import OFF_LOOP_CHARS, off_loop, sanitize_off_loop
+from gateway.api.offload import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, sanitize_off_loop
 from gateway.api.rate_limits import RateDecision, RateLimiter, RateLimitRule
 from gateway.api.registry import (
     AUTH,
@@ -89,6 +89,7 @@ __all__ = [
     "EMBEDDER",
     "JUDGE",
     "OFF_LOOP_CHARS",
+    "PROCESS_CHARS",
     "PROJECT_NAME",
     "PROVIDER_KINDS",
     "RATE_LIMITER",

@@ -13,13 +13,14 @@ import bisect
 import re
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-import anyio.to_thread
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gateway.api import (
+    PROCESS_CHARS,
     FieldKind,
     JudgeRequest,
     JudgeResult,
@@ -27,13 +28,12 @@ from gateway.api import (
     ReviewComment,
     ReviewFile,
     Sanitizer,
+    off_loop,
     sanitize_off_loop,
 )
-from gateway_plugins.judges.findings import Finding, LineEdit, coverage_score, deductions
-from gateway_plugins.judges.fixes import fix_file
-from gateway_plugins.judges.generic_checks import analyse_lines
-from gateway_plugins.judges.languages import is_source_path, language_of, looks_like_test, subject_stem
-from gateway_plugins.judges.python_checks import analyse_python
+from gateway_plugins.judges.analysis import analyse_files
+from gateway_plugins.judges.findings import Finding, coverage_score, deductions
+from gateway_plugins.judges.languages import is_source_path, looks_like_test, subject_stem
 
 log = structlog.get_logger(__name__)
 
@@ -76,9 +76,20 @@ class InternalJudge:
     async def review(self, request: JudgeRequest) -> JudgeResult:
         if not request.files and not request.changed_paths:
             return JudgeResult.abstain(self.name, "nothing to review")
-        notes: list[str] = []
-        # CPU-bound (parsing, pyflakes): run in a worker thread so the event loop keeps serving other calls.
-        findings, diffs, fixed_rules = await anyio.to_thread.run_sync(self._analyse_all, request.files, notes)
+        # CPU-bound (parsing, pyflakes): off the event loop, in a worker process for long files (ast.parse holds
+        # the GIL in one call), so the loop keeps serving other calls.
+        analysis = await off_loop(
+            partial(
+                analyse_files,
+                request.files,
+                complexity_threshold=self._config.complexity_threshold,
+                max_line_length=self._config.max_line_length,
+            ),
+            size=sum(len(file.content) for file in request.files),
+            threshold=0,
+            process_from=PROCESS_CHARS,
+        )
+        findings, diffs, fixed_rules, notes = analysis.findings, analysis.diffs, analysis.fixed_rules, analysis.notes
         secrets_scanned = await self._scan_secrets(request.files, findings, notes)
         coverage = self._coverage(request, findings) if request.scope == "diff" and self._config.require_tests else None
 
@@ -100,50 +111,6 @@ class InternalJudge:
             proposed_diff="".join(diffs) or None,
             notes="; ".join(notes) or None,
         )
-
-    def _analyse_all(
-        self, files: tuple[ReviewFile, ...], notes: list[str]
-    ) -> tuple[list[tuple[str, Finding]], list[str], Counter[str]]:
-        """Findings of every file, the diffs of the mechanical fixes, and the rules they fix."""
-        findings: list[tuple[str, Finding]] = []
-        diffs: list[str] = []
-        fixed_rules: Counter[str] = Counter()
-        for file in files:
-            file_findings, edits, undefined = self._analyse(file, notes)
-            findings.extend((file.path, finding) for finding in file_findings)
-            if not edits or file.origin != "workspace" or file.fragment or file.truncated:
-                continue
-            if self._language(file) == "python" and undefined is None:
-                continue  # Python that was not analysed (it does not parse) gets no fix
-            fixed = fix_file(file.path, file.content, edits, undefined_before=undefined)
-            if fixed is not None:
-                diffs.append(fixed[0])
-                fixed_rules.update(fixed[1])
-        return findings, diffs, fixed_rules
-
-    def _language(self, file: ReviewFile) -> str | None:
-        return file.language or language_of(file.path)
-
-    def _analyse(self, file: ReviewFile, notes: list[str]) -> tuple[list[Finding], list[LineEdit], set[str] | None]:
-        """Findings, mechanical edits, and (Python) the names undefined before any fix."""
-        language = self._language(file)
-        is_test = looks_like_test(file.path)
-        findings: list[Finding] = []
-        edits: list[LineEdit] = []
-        skip: frozenset[int] = frozenset()
-        undefined: set[str] | None = None
-        if language == "python":
-            report = analyse_python(file, complexity_threshold=self._config.complexity_threshold, is_test=is_test)
-            findings += report.findings
-            edits += report.edits
-            skip = report.string_lines
-            undefined = report.undefined
-            if report.note:
-                notes.append(report.note)
-        line_findings, line_edits = analyse_lines(
-            file, language=language, max_line_length=self._config.max_line_length, is_test=is_test, skip_whitespace=skip
-        )
-        return findings + line_findings, edits + line_edits, undefined
 
     async def _scan_secrets(
         self, files: tuple[ReviewFile, ...], findings: list[tuple[str, Finding]], notes: list[str]

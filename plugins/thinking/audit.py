@@ -190,7 +190,7 @@ class Auditor:
     ) -> tuple[ReviewFile, ...] | None:
         """``files`` with a judge's ``diff`` applied in memory, or ``None`` (with a warning) when it may not or
         does not apply: it must touch only workspace files under review, by plain relative paths."""
-        patches = diffs.parse(diff)
+        patches = await off_loop(partial(diffs.parse, diff), size=len(diff))
         editable = {f.path: f for f in files if f.origin == "workspace" and not f.fragment and not f.truncated}
         problems = diffs.patch_problems(patches)
         problems += [f"{p}: not a reviewed workspace file" for p in diffs.touched_paths(patches) if p not in editable]
@@ -235,7 +235,7 @@ class Auditor:
         if not diff:
             warnings.append("applyFixes: there is no proposed diff to apply")
             return []
-        patches = diffs.parse(diff)
+        patches = await off_loop(partial(diffs.parse, diff), size=len(diff))
         problems = diffs.patch_problems(patches)
         for path in diffs.touched_paths(patches):
             try:

@@ -15,7 +15,7 @@ from functools import partial
 
 import anyio.to_thread
 
-from gateway.api import ReviewFile, off_loop
+from gateway.api import PROCESS_CHARS, ReviewFile, off_loop
 from gateway_plugins.thinking import diffs, git
 from gateway_plugins.thinking.triggers import fenced_blocks, has_diff_markers, looks_like_code, outside_fences
 from gateway_plugins.thinking.workspace import PathRefused, Workspace
@@ -67,7 +67,7 @@ def render_patch(patch: diffs.FilePatch) -> str:
 async def extract(thought: str, workspace: Workspace | None, *, time_limit: float) -> ThoughtCode:
     """The reviewable code of ``thought``."""
     found = ThoughtCode()
-    files, patches = await off_loop(partial(_scan, thought), size=len(thought))
+    files, patches = await off_loop(partial(_scan, thought), size=len(thought), process_from=PROCESS_CHARS)
     found.files += files
     for patch in patches:
         await _resolve(patch, workspace, found, time_limit)
@@ -75,8 +75,9 @@ async def extract(thought: str, workspace: Workspace | None, *, time_limit: floa
 
 
 def _scan(thought: str) -> tuple[list[ReviewFile], list[diffs.FilePatch]]:
-    """The code blocks of ``thought`` as files, and its diffs (passes over the whole thought, in a worker thread
-    when it is long; parsing a block also guesses its language with ``ast``)."""
+    """The code blocks of ``thought`` as files, and its diffs: passes over the whole thought, and ``ast.parse`` to
+    tell Python from text, so it runs in a worker thread when the thought is long, in a worker process when
+    ``ast.parse`` could keep the GIL for long."""
     files: list[ReviewFile] = []
     diff_texts: list[str] = []
     number = 0
