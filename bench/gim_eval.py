@@ -14,6 +14,12 @@ Strategies: ``hybrid`` (this pack), ``baseline`` (the public GIM algorithm: ``[p
 ``[plugins.gim]`` overrides for ablations (``hybrid:lexical_weight=0+environment_boost=0``).
 
     /work/venv/bin/python bench/gim_eval.py [--eval-dir /work/shared/eval] [--split dev] [--strategies hybrid,baseline]
+
+Our duplicate-decision set (``bench/data/gim_dedup``, calibration and held-out parts) runs the same way:
+``--eval-dir bench/data/gim_dedup --split calib|test --distractors /work/shared/eval/distractors_dev.jsonl``. Its
+clusters have a ``fix_paraphrase`` (submitted with the third duplicate report) and its hard-negative sides their own
+``fix`` (``--hard-negative-fix protocol`` ignores it, as the shared protocol would). Rates are printed with their 95 %
+Wilson interval; ``--details FILE`` writes one JSON line per duplicate and hard-negative submission.
 """
 
 from __future__ import annotations
@@ -43,6 +49,11 @@ def load(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def load_optional(path: Path) -> list[dict[str, Any]]:
+    """A split may lack extra queries or distractors (``bench/data/gim_dedup`` has neither)."""
+    return load(path) if path.exists() else []
+
+
 @dataclass
 class EvalSet:
     clusters: list[dict[str, Any]]
@@ -51,12 +62,12 @@ class EvalSet:
     distractors: list[dict[str, Any]]
 
     @classmethod
-    def read(cls, directory: Path, split: str) -> EvalSet:
+    def read(cls, directory: Path, split: str, distractors: Path | None = None) -> EvalSet:
         return cls(
             load(directory / f"errors_{split}.jsonl"),
-            load(directory / f"errors_{split}_extra_queries.jsonl"),
+            load_optional(directory / f"errors_{split}_extra_queries.jsonl"),
             load(directory / f"hard_negatives_{split}.jsonl"),
-            load(directory / f"distractors_{split}.jsonl"),
+            load_optional(distractors or directory / f"distractors_{split}.jsonl"),
         )
 
     @property
@@ -77,8 +88,9 @@ def last_line(text: str) -> str:
     return (lines[-1] if lines else text)[:200]
 
 
-def cluster_fix(cluster: dict[str, Any]) -> dict[str, Any]:
-    fix = cluster["fix"]
+def cluster_fix(cluster: dict[str, Any], fix: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The fix bundle of a cluster (or ``fix``, a fix of the same shape: a paraphrase, a hard-negative side's)."""
+    fix = fix or cluster["fix"]
     bundle: dict[str, Any] = {
         "env_actions": [{"order": i + 1, **action} for i, action in enumerate(fix["env_actions"])],
         "constraints": {"working_versions": fix.get("working_versions", {})},
@@ -96,12 +108,14 @@ def environment(language: str, framework: str, os_name: str | None) -> dict[str,
     return env
 
 
-def report_submission(cluster: dict[str, Any], report: dict[str, Any], root_cause: str) -> dict[str, Any]:
+def report_submission(
+    cluster: dict[str, Any], report: dict[str, Any], root_cause: str, fix: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "error_message": report["error_message"],
         "error_description": last_line(report["error_message"]),
         "root_cause": root_cause,
-        "fix_bundle": cluster_fix(cluster),
+        "fix_bundle": cluster_fix(cluster, fix),
         "model": "eval-model",
         "provider": "other",
         "environment": environment(cluster["language"], cluster["framework"], report["environment"].get("os")),
@@ -125,9 +139,15 @@ def distractor_submission(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def hard_negative_submission(side: dict[str, Any], clusters: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def hard_negative_submission(
+    side: dict[str, Any], clusters: dict[str, dict[str, Any]], *, own_fix: bool = True
+) -> dict[str, Any]:
+    """A side's fix: its own ``fix`` (``bench/data/gim_dedup`` sides carry one) unless ``own_fix`` is off, else its
+    cluster's, else one ``command`` action explaining the root cause (the shared protocol)."""
     cluster = clusters.get(side.get("cluster_id") or "")
-    if cluster is not None:
+    if own_fix and side.get("fix"):
+        fix = cluster_fix(side, side["fix"])
+    elif cluster is not None:
         fix = cluster_fix(cluster)
     else:
         action = {"order": 1, "type": "command", "command": "see the linked thread", "explanation": side["root_cause"]}
@@ -152,30 +172,45 @@ class Result:
     ranks: list[int | None] = field(default_factory=list)
     merged: list[bool] = field(default_factory=list)
     false_merges: list[bool] = field(default_factory=list)
+    details: list[dict[str, Any]] = field(default_factory=list)
+    """One record per duplicate or hard-negative submission (``--details``)."""
     errors: int = 0
     seconds: float = 0.0
 
     def recall(self, k: int) -> float:
-        return sum(1 for r in self.ranks if r is not None and r <= k) / len(self.ranks)
+        return sum(1 for r in self.ranks if r is not None and r <= k) / max(1, len(self.ranks))
 
     @property
     def mrr(self) -> float:
-        return sum(1.0 / r for r in self.ranks if r) / len(self.ranks)
+        return sum(1.0 / r for r in self.ranks if r) / max(1, len(self.ranks))
 
     def row(self) -> list[str]:
         def share(values: list[bool]) -> str:
-            return f"{sum(values) / len(values):.3f}" if values else "n/a"
+            if not values:
+                return "n/a"
+            low, high = wilson(sum(values), len(values))
+            return f"{sum(values) / len(values):.3f} ({sum(values)}/{len(values)}; {low:.3f}-{high:.3f})"
 
         return [
             self.name,
-            f"{self.recall(1):.3f}",
-            f"{self.recall(5):.3f}",
-            f"{self.mrr:.3f}",
+            f"{self.recall(1):.3f}" if self.ranks else "n/a",
+            f"{self.recall(5):.3f}" if self.ranks else "n/a",
+            f"{self.mrr:.3f}" if self.ranks else "n/a",
             share(self.merged),
             share(self.false_merges),
             str(self.errors),
             f"{self.seconds:.0f}s",
         ]
+
+
+def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (95 % by default)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 class Gateway:
@@ -204,7 +239,7 @@ def parse_strategy(spec: str) -> tuple[str, dict[str, str]]:
     return name, overrides
 
 
-async def run_gateway(data: EvalSet, spec: str, workdir: Path, number: int) -> Result:
+async def run_gateway(data: EvalSet, spec: str, workdir: Path, number: int, *, own_fix: bool = True) -> Result:
     strategy, overrides = parse_strategy(spec)
     result = Result(spec)
     data_dir = workdir / f"data-{number}"
@@ -236,15 +271,21 @@ async def run_gateway(data: EvalSet, spec: str, workdir: Path, number: int) -> R
         for cluster in data.clusters:
             for i, report in enumerate(cluster["reports"][1:], start=1):
                 paraphrase = cluster["root_cause_paraphrases"][(i - 1) % 2]
-                answer = await gw.submit(report_submission(cluster, report, paraphrase))
+                # bench/data/gim_dedup: the third duplicate also words the fix differently (absent on dev)
+                fix = cluster.get("fix_paraphrase") if i == 3 else None
+                answer = await gw.submit(report_submission(cluster, report, paraphrase, fix))
                 result.merged.append(
                     bool(answer and answer["merged"] and answer["master_issue_id"] == masters[cluster["cluster_id"]])
                 )
+                result.details.append(
+                    {"duplicate": cluster["cluster_id"], "report": i, "correct": result.merged[-1], "answer": answer}
+                )
         clusters = data.by_id
         for pair in data.hard_negatives:
-            a = await gw.submit(hard_negative_submission(pair["a"], clusters))
-            b = await gw.submit(hard_negative_submission(pair["b"], clusters))
+            a = await gw.submit(hard_negative_submission(pair["a"], clusters, own_fix=own_fix))
+            b = await gw.submit(hard_negative_submission(pair["b"], clusters, own_fix=own_fix))
             result.false_merges.append(bool(a and b and a["master_issue_id"] == b["master_issue_id"]))
+            result.details.append({"pair": pair["pair_id"], "false_merge": result.false_merges[-1], "a": a, "b": b})
     result.seconds = time.perf_counter() - started
     return result
 
@@ -292,15 +333,21 @@ def print_table(results: list[Result], data: EvalSet) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    data = EvalSet.read(Path(args.eval_dir), args.split)
+    data = EvalSet.read(Path(args.eval_dir), args.split, Path(args.distractors) if args.distractors else None)
     results = []
+    own_fix = args.hard_negative_fix == "own"
     with tempfile.TemporaryDirectory(prefix="gim-eval-") as tmp:
         for number, spec in enumerate(s.strip() for s in args.strategies.split(",") if s.strip()):
             print(f"running {spec} ...", file=sys.stderr)
-            results.append(await run_gateway(data, spec, Path(tmp), number))
+            results.append(await run_gateway(data, spec, Path(tmp), number, own_fix=own_fix))
     if not args.no_bm25:
         results.append(run_bm25(data))
     print_table(results, data)
+    if args.details:
+        with open(args.details, "w") as out:
+            for result in results:
+                for record in result.details:
+                    out.write(json.dumps({"strategy": result.name, **record}) + "\n")
 
 
 def main() -> None:
@@ -313,6 +360,14 @@ def main() -> None:
         help="comma-separated; each may carry [plugins.gim] overrides: hybrid:lexical_weight=0+environment_boost=0",
     )
     parser.add_argument("--no-bm25", action="store_true")
+    parser.add_argument("--details", help="write one JSON line per duplicate / hard-negative submission here")
+    parser.add_argument("--distractors", help="distractors file (default: distractors_<split>.jsonl, if present)")
+    parser.add_argument(
+        "--hard-negative-fix",
+        choices=["own", "protocol"],
+        default="own",
+        help="own: a hard-negative side's own `fix` when it has one; protocol: only the cluster's or a generic one",
+    )
     anyio.run(main_async, parser.parse_args())
 
 

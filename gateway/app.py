@@ -8,12 +8,24 @@ from pathlib import Path
 from typing import Any
 
 from gateway.api.errors import ConfigError
-from gateway.config import LoadedConfig, config_from_mapping, load_config, parse_config, resolve
+from gateway.config import (
+    LoadedConfig,
+    LogLevel,
+    config_from_mapping,
+    errors_name_the_file,
+    load_config,
+    parse_config,
+    resolve,
+)
 from gateway.logs import configure_logging, make_log_redactor
 from gateway.plugin_manager import GatewayPlugins, create_plugin_manager
 from gateway.runtime import GatewayRuntime
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
+PACKAGED_CONFIG = Path(__file__).resolve().with_name("default_config.toml")
+"""An installed wheel's copy of the repository's ``config.toml`` (its build backend puts it there)."""
+SOURCE_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
+DEFAULT_CONFIG = PACKAGED_CONFIG if PACKAGED_CONFIG.is_file() else SOURCE_CONFIG
+"""The embedded default deployment: the wheel's copy, or in a source checkout the repository's own file."""
 
 ConfigSource = str | Path | dict[str, Any] | LoadedConfig
 
@@ -38,13 +50,15 @@ def prepare(
     return resolve(loaded, plugins.registry), plugins
 
 
-def setup_logging(runtime: GatewayRuntime) -> None:
-    """JSON logs at the configured level, every line passed through the configured redaction layer.
+def setup_logging(runtime: GatewayRuntime, level: LogLevel | None = None) -> None:
+    """JSON logs at ``level`` (default: the configured one), every line passed through the configured redaction
+    layer.
 
     Redaction fails closed: a configured layer that cannot be loaded stops the start-up.
     """
     cfg = runtime.loaded.config
-    configure_logging(cfg.gateway.log_level)  # stderr first: building the redaction layer may log
+    level = level or cfg.gateway.log_level
+    configure_logging(level)  # stderr first: building the redaction layer may log
     redactor = None
     if cfg.sanitize.logs:
         layer = runtime.providers.get("sanitizer", cfg.sanitize.logs)
@@ -55,19 +69,25 @@ def setup_logging(runtime: GatewayRuntime) -> None:
                 "redact(text) method, so it cannot redact log lines"
             )
         redactor = make_log_redactor(redact)
-    configure_logging(cfg.gateway.log_level, redactor=redactor)
+    configure_logging(level, redactor=redactor)
 
 
 @asynccontextmanager
 async def running_runtime(
-    source: ConfigSource, *, extra_plugins: Iterable[tuple[str, object]] = (), configure_logs: bool = True
+    source: ConfigSource,
+    *,
+    extra_plugins: Iterable[tuple[str, object]] = (),
+    configure_logs: bool = True,
+    log_level: LogLevel | None = None,
 ) -> AsyncIterator[GatewayRuntime]:
-    """A started runtime for ``source``; stopped (packs, interceptors, providers) on exit."""
+    """A started runtime for ``source``; stopped (packs, interceptors, providers) on exit. Logs go to stderr at
+    ``log_level`` (default: the configured ``[gateway] log_level``) unless ``configure_logs`` is false."""
     loaded, plugins = prepare(source, extra_plugins=extra_plugins)
     runtime = GatewayRuntime(loaded, plugins)
     if configure_logs:
-        setup_logging(runtime)
-    await runtime.start()
+        setup_logging(runtime, log_level)
+    with errors_name_the_file(loaded.source):  # what packs and interceptors refuse in their own tables
+        await runtime.start()
     try:
         yield runtime
     finally:

@@ -1,9 +1,11 @@
-"""The ``gateway`` command line: serve, inspect plugins and tools, call a tool, check config, reindex."""
+"""The ``gateway`` command line: serve, inspect plugins and tools (and the remote servers they come from), call a
+tool, check config, reindex."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -12,13 +14,19 @@ from typing import Any
 
 import anyio
 import click
+import structlog
 
+from gateway import inventory
 from gateway.api.errors import GatewayError
 from gateway.api.tools import Reindexable, ToolPack
-from gateway.app import DEFAULT_CONFIG, prepare, running_runtime
+from gateway.app import DEFAULT_CONFIG, prepare, read_config, running_runtime
+from gateway.config import LogLevel
 from gateway.logs import configure_logging
 from gateway.plugin_manager import create_plugin_manager
 from gateway.providers import ProviderHub
+from gateway.runtime import GatewayRuntime
+
+log = structlog.get_logger(__name__)
 
 CONFIG_ENV = "MCP_GATEWAY_CONFIG"
 
@@ -33,14 +41,39 @@ def default_config_path() -> Path:
 
 
 class CliEnvironment:
-    """click's ``obj`` for every command: the chosen config, and access to the deployment on demand."""
+    """click's ``obj`` for every command: the chosen config, the verbosity, and the deployment on demand.
 
-    def __init__(self, config_path: Path) -> None:
+    Commands print their result on stdout and log on stderr at ``warning`` and above (``-v``: ``info``, ``-vv``:
+    ``debug``, ``-q``: ``error``); ``serve``, whose logs are its output, logs at the configured level unless
+    ``-v``/``-q`` is given.
+    """
+
+    def __init__(self, config_path: Path, *, serving: bool = False) -> None:
         self.config_path = config_path
+        self.serving = serving
+        self.verbosity = 0
+        """-1 with ``-q``, else the number of ``-v``."""
+
+    def log_level(self) -> LogLevel | None:
+        """The level to log at; None for the configured one."""
+        if self.verbosity < 0:
+            return "error"
+        if self.verbosity > 0:
+            return "info" if self.verbosity == 1 else "debug"
+        return None if self.serving else "warning"
+
+    def configure_logging(self) -> None:
+        configure_logging(self.log_level() or "info")  # never on stdout: it is the stdio wire, and command output
+
+    @asynccontextmanager
+    async def running_runtime(self) -> AsyncIterator[GatewayRuntime]:
+        """The deployment, started (packs, interceptors, providers), logging at :meth:`log_level`."""
+        async with running_runtime(self.config_path, log_level=self.log_level()) as runtime:
+            yield runtime
 
     @asynccontextmanager
     async def running_pack(self, name: str) -> AsyncIterator[ToolPack]:
-        async with running_runtime(self.config_path) as runtime:
+        async with self.running_runtime() as runtime:
             if name not in runtime.packs:
                 raise click.ClickException(f"pack {name!r} is not enabled in {self.config_path}")
             yield runtime.packs[name]
@@ -101,11 +134,15 @@ class GatewayGroup(click.Group):
 @click.option(
     "--config", "config_path", type=click.Path(path_type=Path), default=None, help="Deployment config (TOML)."
 )
+@click.option("-v", "--verbose", count=True, help="Log info (-vv: debug) on stderr; commands log warnings only.")
+@click.option("-q", "--quiet", is_flag=True, help="Log errors only.")
 @click.pass_context
-def cli(ctx: click.Context, config_path: Path | None) -> None:
+def cli(ctx: click.Context, config_path: Path | None, verbose: int, quiet: bool) -> None:
     """A plugin-architecture MCP gateway."""
-    configure_logging("info")  # never on stdout: it is the stdio wire, and command output
-    ctx.obj = CliEnvironment(config_path or default_config_path())
+    env = CliEnvironment(config_path or default_config_path(), serving=ctx.invoked_subcommand == "serve")
+    env.verbosity = -1 if quiet else verbose
+    env.configure_logging()
+    ctx.obj = env
 
 
 def _accept_config_after(command: click.Command) -> None:
@@ -117,21 +154,29 @@ def _accept_config_after(command: click.Command) -> None:
 
 
 def _config_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--config`` accepted after the sub-command too (``gateway serve --config x.toml``)."""
+    """``--config``, ``-v`` and ``-q`` accepted after the sub-command too (``gateway serve --config x.toml``)."""
 
-    def callback(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+    def config(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
         if value is not None:
             ctx.ensure_object(CliEnvironment).config_path = value
 
-    return click.option(
+    def verbosity(ctx: click.Context, param: click.Parameter, value: int | bool) -> None:
+        if value:
+            env = ctx.ensure_object(CliEnvironment)
+            env.verbosity = -1 if param.name == "quiet" else max(env.verbosity, 0) + int(value)
+            env.configure_logging()
+
+    eager: dict[str, Any] = {"expose_value": False, "is_eager": True}
+    func = click.option(
         "--config",
         type=click.Path(path_type=Path),
         default=None,
-        expose_value=False,
-        callback=callback,
-        is_eager=True,
+        callback=config,
         help="Deployment config (TOML).",
+        **eager,
     )(func)
+    func = click.option("-v", "--verbose", count=True, callback=verbosity, help="Log info (-vv: debug).", **eager)(func)
+    return click.option("-q", "--quiet", is_flag=True, callback=verbosity, help="Log errors only.", **eager)(func)
 
 
 @cli.command()
@@ -141,29 +186,71 @@ def _config_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @_config_option
 @click.pass_obj
 def serve(env: CliEnvironment, transport: str | None, host: str | None, port: int | None) -> None:
-    """Serve the configured packs over MCP stdio or Streamable HTTP."""
+    """Serve the configured packs over MCP stdio or Streamable HTTP.
+
+    SIGINT or SIGTERM stops serving, then the packs and providers (stores flushed and closed); the process then
+    ends by that signal (a shell reports 128 + its number). A second signal ends it at once."""
     from gateway import http, mcp_adapter
+    from gateway.shutdown import exit_by, shutdown_signals
 
-    async def main() -> None:
-        async with running_runtime(env.config_path) as runtime:
-            kind = transport or runtime.loaded.config.transport.kind
-            if kind == "stdio":
-                await mcp_adapter.serve_stdio(runtime)
-            else:
+    async def main() -> int | None:
+        async with shutdown_signals() as shutdown:
+            started = False
+            try:
+                async with env.running_runtime() as runtime:
+                    started = True
+                    kind = transport or runtime.loaded.config.transport.kind
+                    if kind == "stdio":
+                        await shutdown.serve(lambda: mcp_adapter.serve_stdio(runtime))
+                    else:
 
-                def ready(bound: int, _stop: Any) -> None:
-                    click.echo(f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True)
+                        def ready(bound: int, stop: Callable[[], None]) -> None:
+                            click.echo(
+                                f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True
+                            )
+                            shutdown.stop_gracefully_with(stop)
 
-                await http.serve_http(runtime, host=host, port=port, on_ready=ready)
+                        await shutdown.serve(
+                            lambda: http.serve_http(
+                                runtime, host=host, port=port, on_ready=ready, capture_signals=False
+                            )
+                        )
+            except Exception as exc:
+                if started or not _stdio_client_waits(env, transport):
+                    raise
+                # An MCP client launched us: tell it why, rather than leave it a bare "Connection closed".
+                detail = str(exc) if isinstance(exc, GatewayError) else f"{type(exc).__name__} (the log has details)"
+                log.error("gateway failed to start", error=detail, exc_info=not isinstance(exc, GatewayError))
+                click.echo(f"Error: the gateway could not start: {detail}", err=True)
+                await shutdown.serve(lambda: mcp_adapter.refuse_stdio(f"the gateway could not start: {detail}"))
+                if shutdown.received is None:
+                    raise SystemExit(1) from None
+            if shutdown.received is not None:
+                log.info("stopped", signal=signal.Signals(shutdown.received).name)
+            return shutdown.received
 
-    _run(main)
+    signum = _run(main)
+    if signum is not None:
+        exit_by(signum)
+
+
+def _stdio_client_waits(env: CliEnvironment, transport: str | None) -> bool:
+    """Whether an MCP client is on stdin (the stdio transport, and stdin is not a terminal)."""
+    kind = transport
+    if kind is None:
+        try:
+            kind = read_config(env.config_path).config.transport.kind
+        except Exception:
+            kind = "stdio"  # the default
+    return kind == "stdio" and not sys.stdin.isatty()
 
 
 @cli.command("plugins")
 @_config_option
 @click.pass_obj
 def plugins_command(env: CliEnvironment) -> None:
-    """Inventory of loaded plugins: distribution, entry point, module, hooks, what each offers."""
+    """Inventory of loaded plugins: distribution, entry point, module, hooks, what each offers; then the enabled
+    packs with their tool counts and the state of the remote servers they front."""
     loaded, plugins = prepare(env.config_path)
     for info in plugins.inventory():
         click.echo(f"{info.name}  ({info.distribution} {info.version})")
@@ -174,6 +261,8 @@ def plugins_command(env: CliEnvironment) -> None:
     blocked = loaded.config.gateway.block
     if blocked:
         click.echo(f"blocked: {', '.join(blocked)}")
+    if loaded.config.packs.enabled:
+        click.echo("\n".join(inventory.enabled_packs(env.running_runtime, env.config_path)))
 
 
 @cli.command("tools")
@@ -181,30 +270,14 @@ def plugins_command(env: CliEnvironment) -> None:
 @_config_option
 @click.pass_obj
 def tools_command(env: CliEnvironment, as_json: bool) -> None:
-    """The tools the configured packs serve, with their schemas."""
+    """The tools the configured packs serve, with their schemas and the remote server each comes from."""
 
-    async def main() -> None:
-        async with running_runtime(env.config_path) as runtime:
-            rows = [
-                {
-                    "name": name,
-                    "pack": served.pack,
-                    "description": served.tool.description,
-                    "scope": served.tool.scope,
-                    "inputSchema": served.input_schema,
-                    "outputSchema": served.output_schema,
-                }
-                for name, served in runtime.tools.items()
-            ]
-        if as_json:
-            click.echo(json.dumps(rows, indent=2))
-            return
-        for row in rows:
-            click.echo(f"{row['name']}  [{row['pack']}]  scope={row['scope'] or '-'}")
-            click.echo(f"    {row['description'].splitlines()[0] if row['description'] else ''}")
-            click.echo(f"    input:  {json.dumps(row['inputSchema'])}")
+    async def main() -> tuple[list[dict[str, Any]], list[str]]:
+        async with env.running_runtime() as runtime:
+            return inventory.tool_rows(runtime), inventory.upstream_lines(runtime)
 
-    _run(main)
+    rows, upstreams = _run(main)
+    click.echo(json.dumps(rows, indent=2) if as_json else "\n".join(inventory.tool_lines(rows, upstreams)))
 
 
 @cli.command("call")
@@ -213,18 +286,15 @@ def tools_command(env: CliEnvironment, as_json: bool) -> None:
 @_config_option
 @click.pass_obj
 def call_command(env: CliEnvironment, tool: str, arguments: str) -> None:
-    """Call TOOL once in-process with ARGUMENTS (a JSON object) and print the result."""
-    try:
-        parsed = json.loads(arguments)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not JSON: {exc}", param_hint="ARGUMENTS") from None
-    if not isinstance(parsed, dict):
-        raise click.BadParameter("must be a JSON object", param_hint="ARGUMENTS")
+    """Call TOOL once in-process and print the result (exit status 1 when it is an error).
+
+    ARGUMENTS is a JSON object: inline, ``-`` to read it from stdin, or ``@FILE`` to read it from a file."""
+    parsed = read_arguments(arguments)
 
     async def main() -> bool:
         from gateway.runtime import UnknownTool
 
-        async with running_runtime(env.config_path) as runtime:
+        async with env.running_runtime() as runtime:
             context = runtime.new_context(transport="cli")
             try:
                 outcome = await runtime.call_tool(tool, parsed, context)
@@ -235,6 +305,34 @@ def call_command(env: CliEnvironment, tool: str, arguments: str) -> None:
 
     if _run(main):
         sys.exit(1)
+
+
+def read_arguments(value: str) -> dict[str, Any]:
+    """A tool's arguments from the command line: a JSON object written inline, ``-`` (stdin) or ``@FILE``.
+    A problem is a usage error naming where the text came from."""
+    if value == "-":
+        source, text = "stdin", sys.stdin.read()
+    elif value.startswith("@"):
+        path = Path(value[1:]).expanduser()
+        source = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="ARGUMENTS") from None
+        except UnicodeDecodeError:
+            raise click.BadParameter(f"{path} is not UTF-8 text", param_hint="ARGUMENTS") from None
+    else:
+        source, text = "the command line", value
+    if not text.strip():
+        raise click.BadParameter(f"{source} gave nothing; expected a JSON object", param_hint="ARGUMENTS")
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"{source}: not JSON: {exc}", param_hint="ARGUMENTS") from None
+    if not isinstance(parsed, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(parsed), "a number or null")
+        raise click.BadParameter(f"{source}: must be a JSON object, not {kind}", param_hint="ARGUMENTS")
+    return parsed
 
 
 @cli.group("config")
@@ -267,7 +365,7 @@ def reindex_command(env: CliEnvironment, missing: bool) -> None:
     from tqdm import tqdm
 
     async def main() -> None:
-        async with running_runtime(env.config_path) as runtime:
+        async with env.running_runtime() as runtime:
             packs = [(name, pack) for name, pack in runtime.packs.items() if isinstance(pack, Reindexable)]
             if not packs:
                 click.echo("no enabled pack keeps vectors", err=True)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from gateway.api.errors import ConfigError
 from gateway.plugin_manager import Registration, Registry
@@ -56,6 +58,29 @@ class TransportSection(_Section):
     """Permit ``providers.auth = "none"`` on a non-loopback host (refused by default)."""
     public_url: str | None = None
     """The externally visible base URL (for OAuth protected-resource metadata)."""
+    metrics: Literal["private", "public", "off"] = "private"
+    """``GET /metrics`` (Prometheus): behind authentication like every other route (``private``), open to anyone
+    who can reach the port (``public``, for a scraper on a private network), or not served (``off``)."""
+
+
+class RestTierSize(_Section):
+    limit: int = Field(ge=1)
+    """Requests per ``period_seconds`` per caller and route (the bucket's capacity)."""
+    period_seconds: float = Field(60.0, gt=0)
+
+
+def _tier_size(value: Any) -> Any:
+    return {"limit": value} if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class RestSection(_Section):
+    """``[rest]``: the REST routes packs contribute under ``/api/v1`` (served when ``transport.rest`` is on)."""
+
+    rate_limiter: str | None = None
+    """The ``rate_limiter`` provider holding the routes' token buckets; default: ``[providers] rate_limiter``."""
+    tiers: dict[str, Annotated[RestTierSize, BeforeValidator(_tier_size)]] = Field(default_factory=dict)
+    """Tier sizes by name, overriding the defaults: ``search = 100`` (per minute) or
+    ``search = { limit = 100, period_seconds = 60 }``."""
 
 
 class PacksSection(_Section):
@@ -100,6 +125,7 @@ class SanitizeSection(_Section):
 class GatewayConfig(_Section):
     gateway: GatewaySection = Field(default_factory=GatewaySection)
     transport: TransportSection = Field(default_factory=TransportSection)
+    rest: RestSection = Field(default_factory=RestSection)
     packs: PacksSection = Field(default_factory=PacksSection)
     pipeline: PipelineSection = Field(default_factory=PipelineSection)
     providers: ProvidersSection = Field(default_factory=ProvidersSection)
@@ -135,6 +161,18 @@ class LoadedConfig:
             table = f"plugins.{reg.name}" if reg.kind == "pack" else f"plugins.{reg.kind}.{reg.name}"
             self.plugin_configs[key] = _validate_plugin_table(self, reg, {}, table)
         return self.plugin_configs[key]
+
+
+@contextmanager
+def errors_name_the_file(source: str) -> Iterator[None]:
+    """Re-raise a :class:`ConfigError` raised inside the block (by a plugin, which knows its table but not the
+    file) as one whose message starts with ``source``, the config file, as every config error's does."""
+    try:
+        yield
+    except ConfigError as exc:
+        if str(exc).startswith(f"{source}:"):
+            raise
+        raise ConfigError(f"{source}: {exc}") from exc
 
 
 def _format_errors(source: str, exc: ValidationError, prefix: str = "") -> str:
@@ -228,6 +266,8 @@ def resolve(loaded: LoadedConfig, registry: Registry) -> LoadedConfig:
     for field_name in ("vector_store", "store", "rate_limiter", "auth"):
         if field_name in explicit:
             need_provider(field_name, getattr(cfg.providers, field_name), f"providers.{field_name}")
+    if cfg.rest.rate_limiter is not None:
+        need_provider("rate_limiter", cfg.rest.rate_limiter, "rest.rate_limiter")
     for field_name in ("error_message", "code", "free_text", "query"):
         if field_name in cfg.sanitize.model_fields_set:
             for name in getattr(cfg.sanitize, field_name):

@@ -1,9 +1,10 @@
 """Hook specifications of the gateway, in the manner of pytest's ``hookspec.py``.
 
 Every hook runs at start-up (or, for :func:`gateway_register_commands`, when the CLI is built); none runs per
-request. Per-request work is an async method on an object a hook registered (a tool handler, an interceptor,
-a provider). Plugins implement hooks with :data:`gateway.api.hookimpl` and are found through the
-``mcp_gateway`` entry-point group; a misspelled hook name fails loudly at start-up (``check_pending``).
+request. Per-request work is an async method on an object a hook registered (a tool handler, a REST route
+handler from :meth:`gateway.api.ToolPack.rest_routes`, an interceptor, a provider). Plugins implement hooks with
+:data:`gateway.api.hookimpl` and are found through the ``mcp_gateway`` entry-point group; a misspelled hook name
+fails loudly at start-up (``check_pending``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from gateway.api.registry import InterceptorRegistrar, PackRegistrar, ProviderRe
 
 @hookspec
 def gateway_register_providers(register: ProviderRegistrar) -> None:
-    """Offer swappable providers (embedders, vector stores, stores, rate limiters, sanitizers, auth, judges).
+    """Offer swappable providers (embedders, vector stores, stores, rate limiters, sanitizers, auth, judges,
+    connectors).
 
     Called once when the plugin manager is built, before configuration is validated, so that config can name
     any provider an installed plugin offers. Call ``register(kind, name, factory, config_model=...)`` once per
-    provider. Nothing is constructed here: factories run only when a deployment selects the provider.
+    provider. Nothing is constructed here: factories run only when a deployment selects the provider, or when a pack
+    builds a configured instance with :meth:`gateway.api.PackContext.instantiate` (one per source, for connectors).
 
     The return value is ignored.
     """

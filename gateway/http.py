@@ -1,12 +1,14 @@
-"""MCP Streamable HTTP (both protocol eras) plus ``/health``, the REST facade and the OAuth protected-resource
+"""MCP Streamable HTTP (both protocol eras) plus ``/health``, the REST API and the OAuth protected-resource
 metadata, behind the security checks and a body limit.
 
-Request order: CORS (when ``transport.allowed_origins`` is set) → body-size limit → Host/Origin, header-only
-credentials, authentication and MCP tool scopes (:mod:`gateway.http_security`) → route.
+Request order: CORS (when ``transport.allowed_origins`` is set) → JSON-RPC error bodies on the MCP endpoint
+(:mod:`gateway.http_jsonrpc`) → body-size limit → Host/Origin, header-only credentials, authentication and MCP tool
+scopes (:mod:`gateway.http_security`) → route.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -16,7 +18,7 @@ import structlog
 import uvicorn
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -24,7 +26,9 @@ from gateway import __version__, mcp_adapter
 from gateway.api.errors import ConfigError
 from gateway.http_auth import HttpAuth, describe_auth
 from gateway.http_errors import error_envelope
+from gateway.http_jsonrpc import JsonRpcErrorBodies
 from gateway.http_security import SecurityMiddleware, allowed_hosts, allowed_origins, is_public
+from gateway.rest import RestApi
 from gateway.runtime import GatewayRuntime
 
 log = structlog.get_logger(__name__)
@@ -115,18 +119,27 @@ def _health(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[JSONRespon
     return health
 
 
-def extra_routes(runtime: GatewayRuntime, auth: HttpAuth | None = None) -> list[BaseRoute]:
-    """``/health``, the OAuth protected-resource metadata when tokens come from an issuer, and the REST facade
-    when enabled."""
+def _metrics(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[Response]]:
+    from gateway.metrics import CONTENT_TYPE
+
+    async def metrics(request: Request) -> Response:
+        return Response(runtime.metrics.render(), media_type=CONTENT_TYPE)
+
+    return metrics
+
+
+def extra_routes(runtime: GatewayRuntime, auth: HttpAuth | None = None, rest: RestApi | None = None) -> list[BaseRoute]:
+    """``/health``, ``/metrics`` unless turned off, the OAuth protected-resource metadata when tokens come from an
+    issuer, and the REST API when enabled (``rest``, or one built here)."""
     from gateway.oauth_metadata import protected_resource_routes
 
     auth = auth or describe_auth(runtime)
     routes: list[BaseRoute] = [Route("/health", _health(runtime), methods=["GET"])]
+    if runtime.loaded.config.transport.metrics != "off":
+        routes.append(Route("/metrics", _metrics(runtime), methods=["GET"]))
     routes += protected_resource_routes(runtime, auth)
     if runtime.loaded.config.transport.rest:
-        from gateway.rest import rest_routes
-
-        routes += rest_routes(runtime, auth)
+        routes.append((rest or RestApi(runtime, auth)).mount())
     return routes
 
 
@@ -158,6 +171,7 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
         )
     _check_origins(runtime.loaded.source, t.allowed_origins)
     auth = describe_auth(runtime)
+    rest = RestApi(runtime, auth) if t.rest else None
     hosts = allowed_hosts(t.allowed_hosts, host)
     origins = allowed_origins(t.allowed_origins)
     app: ASGIApp = mcp_adapter.http_app(
@@ -168,15 +182,17 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
         allowed_origins=origins,
         max_body_bytes=t.max_body_bytes,
         json_response=t.json_response,
-        routes=extra_routes(runtime, auth),
+        routes=extra_routes(runtime, auth, rest),
     )
-    app = SecurityMiddleware(app, runtime, auth, hosts=hosts, origins=origins)
+    public = rest.is_public if rest is not None else None
+    app = SecurityMiddleware(app, runtime, auth, hosts=hosts, origins=origins, public=public)
     app = BodyLimitMiddleware(app, t.max_body_bytes)
+    app = JsonRpcErrorBodies(app, t.path, t.max_body_bytes)
     if t.allowed_origins:
         cors = CORSMiddleware(
             app,
             allow_origins=t.allowed_origins,
-            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
             allow_headers=["*"],  # Authorization, X-API-Key, Mcp-* (Mcp-Param-* names vary per tool)
             expose_headers=CORS_EXPOSED_HEADERS,
             max_age=600,
@@ -191,14 +207,19 @@ async def serve_http(
     host: str | None = None,
     port: int | None = None,
     on_ready: Callable[[int, Callable[[], None]], None] | None = None,
+    capture_signals: bool = True,
 ) -> None:
     """Serve until signalled. ``on_ready(port, stop)`` is called once the socket listens; ``stop()`` (callable
-    from any thread) asks the server to finish gracefully."""
+    from any thread) asks the server to finish gracefully. With ``capture_signals=False`` uvicorn leaves
+    ``SIGINT``/``SIGTERM`` alone, for a caller that handles them and calls ``stop()`` (uvicorn would re-raise the
+    signal once stopped, ending the process before the runtime is stopped)."""
     t = runtime.loaded.config.transport
     host = host or t.host
     app = build_http_app(runtime, host)
     config = uvicorn.Config(app, host=host, port=t.port if port is None else port, log_config=None, lifespan="on")
     server = uvicorn.Server(config)
+    if not capture_signals:
+        server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     if on_ready is not None:
         original = server.startup
 

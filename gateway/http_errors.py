@@ -4,9 +4,8 @@
 ``code`` is the spec's category for the HTTP status (``VALIDATION_ERROR``, ``AUTHENTICATION_ERROR``...); the
 tool-level code (``sanitization_failed``, ``rate_limit_exceeded``...) and its details go in ``detail``.
 
-A refused POST to the MCP endpoint whose body is a JSON-RPC message is answered in JSON-RPC instead (the MCP
-transport allows an error response at a non-2xx status, and SDK clients surface its message): the same status,
-``{"jsonrpc": "2.0", "id": <the request's id>, "error": {"code": <int>, "message", "data": <the envelope's error>}}``.
+On the MCP endpoint :mod:`gateway.http_jsonrpc` carries the envelope's error inside a JSON-RPC error response
+(same status, JSON-RPC code from :func:`jsonrpc_code`), which MCP clients can read.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ STATUS_CODES = {
     401: "AUTHENTICATION_ERROR",
     403: "AUTHORIZATION_ERROR",
     404: "NOT_FOUND_ERROR",
+    405: "METHOD_NOT_ALLOWED",
     409: "CONFLICT_ERROR",
     413: "PAYLOAD_TOO_LARGE",
     415: "UNSUPPORTED_MEDIA_TYPE",
@@ -41,17 +41,22 @@ JSONRPC_UNAUTHENTICATED = -32011
 JSONRPC_FORBIDDEN = -32013
 """Implementation-defined server error: the caller may not do this (403: a scope, or a forbidden Origin)."""
 
+JSONRPC_RATE_LIMITED = -32029
+"""Implementation-defined server error: too many requests (429; ``data.retry_after`` says when to retry)."""
+
 _JSONRPC_CODES = {
-    400: JSONRPC_INVALID_REQUEST,
     401: JSONRPC_UNAUTHENTICATED,
     403: JSONRPC_FORBIDDEN,
-    413: JSONRPC_INVALID_REQUEST,
-    415: JSONRPC_INVALID_REQUEST,
-    421: JSONRPC_INVALID_REQUEST,
+    429: JSONRPC_RATE_LIMITED,
 }
 
-NO_ID: Any = object()
-"""Marks "not a JSON-RPC request": the refusal is rendered as the envelope."""
+
+def jsonrpc_code(status: int) -> int:
+    """The JSON-RPC error code for a refusal at HTTP ``status``: a malformed or unacceptable request (4xx) is
+    ``-32600`` Invalid Request, except the implementation-defined codes for 401, 403 and 429; 5xx is ``-32603``."""
+    if status in _JSONRPC_CODES:
+        return _JSONRPC_CODES[status]
+    return JSONRPC_INVALID_REQUEST if 400 <= status < 500 else JSONRPC_INTERNAL_ERROR
 
 
 def error_body(
@@ -85,10 +90,8 @@ def error_envelope(
     retryable: bool | None = None,
     retry_after: float | None = None,
     headers: Mapping[str, str] | None = None,
-    rpc_id: Any = NO_ID,
 ) -> JSONResponse:
-    """The error response for ``status``: the envelope, or a JSON-RPC error carrying it when ``rpc_id`` is given
-    (a JSON-RPC request's id, ``None`` included)."""
+    """The error response for ``status``: the envelope, with ``X-Correlation-ID`` (and ``Retry-After``)."""
     error = error_body(
         status, message, detail=detail, correlation_id=correlation_id, retryable=retryable, retry_after=retry_after
     )
@@ -96,12 +99,7 @@ def error_envelope(
     out_headers["X-Correlation-ID"] = error["correlation_id"]
     if retry_after is not None:
         out_headers["Retry-After"] = str(max(1, round(retry_after)))
-    if rpc_id is NO_ID:
-        body: dict[str, Any] = {"error": error}
-    else:
-        code = _JSONRPC_CODES.get(status, JSONRPC_INTERNAL_ERROR)
-        body = {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": code, "message": message, "data": error}}
-    return JSONResponse(body, status_code=status, headers=out_headers)
+    return JSONResponse({"error": error}, status_code=status, headers=out_headers)
 
 
 def tool_error_detail(err: ToolError) -> dict[str, Any]:
@@ -113,8 +111,6 @@ def tool_error_response(
     err: ToolError,
     correlation_id: str | None = None,
     headers: Mapping[str, str] | None = None,
-    *,
-    rpc_id: Any = NO_ID,
 ) -> JSONResponse:
     """``err`` at its HTTP status; a 429 carries ``retry_after`` (body) and ``Retry-After`` (header)."""
     retry_after = err.details.get("retry_after") if err.http_status == 429 else None
@@ -126,5 +122,4 @@ def tool_error_response(
         retryable=err.retryable,
         retry_after=float(retry_after) if isinstance(retry_after, int | float) else None,
         headers=headers,
-        rpc_id=rpc_id,
     )

@@ -1,13 +1,15 @@
 """The request checks in front of MCP and the REST facade: Host and Origin, credentials, and tool scopes.
 
-For every path but ``/health`` and ``/.well-known/...`` (public by design), in this order:
+For every path but ``/health`` and ``/.well-known/...`` (public by design), and ``/metrics`` when configured public
+(``transport.metrics``), in this order:
 
 1. ``Host`` must be a loopback name, the bound address, or in ``transport.allowed_hosts`` (DNS-rebinding
    protection; 421 otherwise), and ``Origin``, when sent, a loopback origin or in ``transport.allowed_origins``
    (403 otherwise). The SDK runs the same checks, with the same lists, on the MCP endpoint.
 2. Credentials come from headers only: a query string naming a credential parameter is refused (401).
 3. The configured authenticator turns the headers into a :class:`gateway.api.Principal` (401 when it refuses),
-   stored at ``scope["state"]["principal"]`` for the MCP adapter and the REST facade.
+   stored at ``scope["state"]["principal"]`` for the MCP adapter and the REST API. A public REST route (a health
+   probe, the token refresh) is admitted without credentials, as :data:`ANONYMOUS`.
 4. A ``tools/call`` over MCP for a tool whose scope the principal lacks is refused with 403 and an
    ``insufficient_scope`` challenge (the MCP authorization spec), before the SDK sees it.
 5. The credential headers are then removed from the request: neither the SDK nor any tool, interceptor or log
@@ -15,15 +17,16 @@ For every path but ``/health`` and ``/.well-known/...`` (public by design), in t
 6. A legacy MCP session (``Mcp-Session-Id``) is bound to the principal that opened it: another principal
    presenting its id is refused (403), as the MCP security best practices advise against session hijacking.
 
-Refusals carry the error envelope, or a JSON-RPC error around it for a JSON-RPC request (see
-:mod:`gateway.http_errors`), and the authenticator's ``WWW-Authenticate`` challenge on 401 and 403.
+Refusals carry the error envelope (:mod:`gateway.http_errors`; on the MCP endpoint
+:mod:`gateway.http_jsonrpc` wraps it in a JSON-RPC error) and the authenticator's ``WWW-Authenticate`` challenge
+on 401 and 403.
 """
 
 from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -34,7 +37,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gateway.api.context import Principal
 from gateway.api.errors import Forbidden, InternalError, ToolError, Unauthenticated
 from gateway.http_auth import HttpAuth
-from gateway.http_errors import NO_ID, error_envelope, tool_error_detail
+from gateway.http_errors import error_envelope, tool_error_detail
 from gateway.runtime import GatewayRuntime
 
 log = structlog.get_logger(__name__)
@@ -45,6 +48,8 @@ QUERY_CREDENTIALS = frozenset(
     {"access_token", "id_token", "api_key", "apikey", "x-api-key", "x_api_key", "token", "key", "authorization", "jwt"}
 )
 """Query parameters refused outright: a credential in a URL ends up in logs, proxies and browser history."""
+ANONYMOUS = Principal(subject="anonymous", method="anonymous")
+"""Who calls a public REST route when authentication is on: no scopes."""
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie"})
 """Removed once the request is admitted (with any header an ``ApiKey`` challenge names)."""
 
@@ -127,33 +132,37 @@ class SecurityMiddleware:
         *,
         hosts: Sequence[str],
         origins: Sequence[str],
+        public: Callable[[str, str], bool] | None = None,
     ) -> None:
         self.app = app
+        self.public = public
+        """``public(method, path)``: a route admitted without credentials (after the Host/Origin checks)."""
         self.runtime = runtime
         self.auth = auth
         self.hosts = list(hosts)
         self.origins = list(origins)
         self.mcp_path = runtime.loaded.config.transport.path
+        self.open_paths = {"/metrics"} if runtime.loaded.config.transport.metrics == "public" else set()
         self.sessions = SessionOwners()
         named = {c.params["header"] for c in auth.challenges if "header" in c.params}
         self.secret_headers = {name.lower().encode("latin-1") for name in CREDENTIAL_HEADERS | named}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or is_public(path) or scope.get("method") == "OPTIONS":
+        if scope["type"] != "http" or is_public(path) or path in self.open_paths or scope.get("method") == "OPTIONS":
             await self.app(scope, receive, send)
             return
         message: Any = None
-        rpc_id: Any = NO_ID
         if path == self.mcp_path and scope.get("method") == "POST":
             body = await _read_body(receive)
             receive = _replay(body, receive)
-            message, rpc_id = _json_rpc(body)
+            message = _json(body)
         headers = Headers(scope=scope)
+        anonymous = self.public is not None and self.public(scope.get("method", ""), path)
         try:
-            principal = await self._admit(scope, headers, message)
+            principal = await self._admit(scope, headers, message, anonymous=anonymous)
         except ToolError as err:
-            await self._refuse(err, rpc_id, scope, receive, send)
+            await self._refuse(err, scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() not in self.secret_headers]
@@ -177,7 +186,7 @@ class SecurityMiddleware:
 
         return tracking_send
 
-    async def _admit(self, scope: Scope, headers: Headers, message: Any) -> Principal:
+    async def _admit(self, scope: Scope, headers: Headers, message: Any, *, anonymous: bool = False) -> Principal:
         host = headers.get("host", "")
         if not matches(host, self.hosts):
             raise ToolError(
@@ -198,6 +207,8 @@ class SecurityMiddleware:
                 "credentials are accepted only in headers, never in the query string",
                 details={"reason": "query_string"},
             )
+        if anonymous:
+            return ANONYMOUS if self.auth.enabled else await self._authenticate(headers)
         principal = await self._authenticate(headers)
         session_id = headers.get("mcp-session-id")
         owner = self.sessions.owner(session_id) if session_id and scope.get("path") == self.mcp_path else None
@@ -226,7 +237,7 @@ class SecurityMiddleware:
             log.exception("authenticator failed", authenticator=getattr(authenticator, "name", "?"))
             raise err from exc
 
-    async def _refuse(self, err: ToolError, rpc_id: Any, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _refuse(self, err: ToolError, scope: Scope, receive: Receive, send: Send) -> None:
         headers: dict[str, str] = {}
         authenticator = self.auth.authenticator
         if authenticator is not None and (err.http_status == 401 or "scope" in err.details):
@@ -239,7 +250,6 @@ class SecurityMiddleware:
             detail=tool_error_detail(err),
             retryable=err.retryable,
             headers=headers,
-            rpc_id=rpc_id,
         )
         log.info(
             "request refused",
@@ -252,16 +262,12 @@ class SecurityMiddleware:
         await response(scope, receive, send)
 
 
-def _json_rpc(body: bytes) -> tuple[Any, Any]:
-    """The parsed message (None when not JSON) and the id to answer with (``NO_ID`` when not one request)."""
+def _json(body: bytes) -> Any:
+    """The parsed message, or None when the body is not JSON (the SDK answers malformed JSON-RPC itself)."""
     try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return None, NO_ID  # the SDK answers malformed JSON-RPC itself
-    if isinstance(message, dict) and message.get("jsonrpc") == "2.0" and isinstance(message.get("method"), str):
-        rpc_id = message.get("id")
-        return message, rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
-    return message, NO_ID
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
 
 
 async def _read_body(receive: Receive) -> bytes:

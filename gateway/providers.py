@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import structlog
+from pydantic import ValidationError
 
-from gateway.api.errors import ConfigError, ProviderUnavailable
+from gateway.api.errors import ConfigError, NotFound, ProviderUnavailable, ValidationFailed
 from gateway.api.registry import EMBEDDER, ProviderContext
-from gateway.config import LoadedConfig
+from gateway.config import LoadedConfig, errors_name_the_file
 from gateway.plugin_manager import Registry
 
 log = structlog.get_logger(__name__)
@@ -36,15 +39,25 @@ class ProviderHub:
     def get(self, kind: str, name: str | None = None) -> Any:
         """The provider ``kind``/``name`` (the configured one when ``name`` is None), built on first use.
 
-        Raises :class:`ProviderUnavailable` when its factory does (a missing key, a locked store).
+        Raises :class:`ProviderUnavailable` when its factory does (a missing key, a locked store), and a
+        :class:`ConfigError` naming the config file for a provider that is not installed or misconfigured.
         """
+        with errors_name_the_file(self._loaded.source):
+            return self._get(kind, name)
+
+    def _get(self, kind: str, name: str | None) -> Any:
         name = name or self.configured_name(kind)
         key = (kind, name)
         if key in self._built:
             return self._built[key]
         if key in self._failed:
             raise self._failed[key]
-        reg = self._registry.provider(kind, name)
+        installed = self._registry.providers.get(kind, {})
+        if name not in installed:  # named by a plugin's table (e.g. a rate-limit rule's limiter)
+            raise ConfigError(
+                f"no {kind} provider {name!r} is installed (installed: {', '.join(sorted(installed)) or 'none'})"
+            )
+        reg = installed[name]
         data_dir = self._loaded.data_dir / "providers" / kind / name
         data_dir.mkdir(parents=True, exist_ok=True)
         context = ProviderContext(
@@ -59,12 +72,44 @@ class ProviderHub:
         log.debug("provider built", kind=kind, name=name, plugin=reg.plugin)
         return provider
 
+    def instantiate(self, kind: str, name: str, config: Mapping[str, Any], *, data_dir: Path | None = None) -> Any:
+        """A new, caller-owned instance of ``kind``/``name`` built from ``config`` (see
+        :class:`gateway.api.registry.ProviderInstantiator`)."""
+        installed = self._registry.providers.get(kind, {})
+        reg = installed.get(name)
+        if reg is None:
+            raise NotFound(
+                f"no {kind} provider {name!r} is installed (installed: {', '.join(sorted(installed)) or 'none'})",
+                details={"field": "type", "installed": sorted(installed)},
+            )
+        parsed = None
+        if reg.config_model is not None:
+            try:
+                parsed = reg.config_model.model_validate(dict(config), context={"config_dir": self._loaded.base_dir})
+            except ValidationError as exc:
+                errors = [
+                    {"field": ".".join(str(p) for p in err["loc"]) or "(root)", "message": err["msg"]}
+                    for err in exc.errors(include_url=False)
+                ]
+                summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+                raise ValidationFailed(f"invalid {kind} configuration: {summary}", details={"errors": errors}) from None
+        elif config:
+            raise ValidationFailed(f"{kind} {name!r} takes no configuration", details={"errors": []})
+        directory = data_dir or self._loaded.data_dir / "providers" / kind / name
+        directory.mkdir(parents=True, exist_ok=True)
+        context = ProviderContext(kind=kind, name=name, config=parsed, data_dir=directory, provider=self.get)
+        return reg.factory(context)
+
     def built(self, kind: str) -> list[str]:
         """Names of the providers of ``kind`` built so far (the ones a deployment actually uses)."""
         return [name for built_kind, name in self._built if built_kind == kind]
 
     def embeddings(self) -> Any:
         """The embedder chain of ``[providers] embedder``; unavailable embedders are skipped."""
+        with errors_name_the_file(self._loaded.source):
+            return self._embedder_chain()
+
+    def _embedder_chain(self) -> Any:
         if self._embeddings is None:
             from gateway.embedding_chain import EmbedderChain
 
@@ -85,6 +130,10 @@ class ProviderHub:
 
     def sanitization(self) -> Any:
         """The sanitizer pipeline of ``[sanitize]``."""
+        with errors_name_the_file(self._loaded.source):
+            return self._sanitizer_pipeline()
+
+    def _sanitizer_pipeline(self) -> Any:
         if self._sanitization is None:
             from gateway.sanitization import SanitizationPipeline
 

@@ -1,33 +1,41 @@
-"""The REST facade at ``/api/v1``: every tool as ``POST /api/v1/tools/{name}``, the caller's tools at
-``GET /api/v1/tools``, and an OpenAPI 3.1 document generated from the same pydantic models that give MCP its
-schemas, with the security schemes the configured authenticator accepts.
+"""The REST API at ``/api/v1``: every tool as ``POST /api/v1/tools/{name}``, the caller's tools at
+``GET /api/v1/tools``, the routes packs and providers contribute (:class:`gateway.api.RestRoute`), and an OpenAPI
+document generated from the same pydantic models (:mod:`gateway.rest_openapi`).
 
-Every route sits behind :class:`gateway.http_security.SecurityMiddleware`; the caller's principal is on
-``request.state``. Errors use the envelope of :mod:`gateway.http_errors`.
+Every request sits behind :class:`gateway.http_security.SecurityMiddleware`, which puts the caller's principal on
+``request.state`` (public routes are admitted without credentials). Errors, an unknown path (404) and a method a
+path does not serve (405, with ``Allow``) included, use the envelope of :mod:`gateway.http_errors`.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import Mount, compile_path
+from starlette.types import Receive, Scope, Send
 
-from gateway import __version__
 from gateway.api.context import Principal
-from gateway.api.errors import ToolError
+from gateway.api.errors import ConfigError, ToolError
 from gateway.api.rate_limits import RateDecision
+from gateway.api.rest import RestRoute, RestRouteSource
 from gateway.http_auth import HttpAuth
-from gateway.http_errors import STATUS_CODES, error_envelope, tool_error_response
+from gateway.http_errors import error_envelope, tool_error_response
 from gateway.http_security import scope_refusal
+from gateway.rest_limits import RouteLimits, rate_limit_headers
+from gateway.rest_openapi import openapi_document
+from gateway.rest_routes import ServedRoute, is_json, shape
 from gateway.runtime import GatewayRuntime, UnknownTool
 
 PREFIX = "/api/v1"
+RESERVED = {("GET", "/tools"), ("POST", "/tools/{}"), ("GET", "/openapi.json")}
+"""The built-in routes (method, shape): no contributed route may take them."""
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def _principal(runtime: GatewayRuntime, request: Request) -> Principal:
@@ -35,29 +43,114 @@ def _principal(runtime: GatewayRuntime, request: Request) -> Principal:
     return principal or runtime.default_principal  # type: ignore[return-value]
 
 
-def _rate_headers(state: dict[str, Any]) -> dict[str, str]:
-    decision = state.get("rate_limit")
-    if not isinstance(decision, RateDecision):
-        return {}
-    return {
-        "X-RateLimit-Limit": str(decision.limit),
-        "X-RateLimit-Remaining": str(decision.remaining),
-        "X-RateLimit-Reset": str(int(decision.reset_at.replace(tzinfo=decision.reset_at.tzinfo or UTC).timestamp())),
-    }
+def contributed_routes(runtime: GatewayRuntime) -> Iterator[tuple[str, RestRoute]]:
+    """``(owner, route)`` for the routes of every enabled pack, then of every provider built so far that offers
+    some (``gateway.api.RestRouteSource``)."""
+    for name, pack in runtime.packs.items():
+        for route in pack.rest_routes():
+            yield f"pack {name!r}", route
+    for kind in runtime.plugins.registry.providers:
+        for name in runtime.providers.built(kind):
+            provider = runtime.providers.get(kind, name)
+            if isinstance(provider, RestRouteSource):
+                for route in provider.rest_routes():
+                    yield f"{kind} provider {name!r}", route
 
 
-def _is_json(content_type: str | None) -> bool:
-    media = (content_type or "").split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+@dataclass(frozen=True)
+class _Entry:
+    method: str
+    path: str
+    """Below ``/api/v1``."""
+    endpoint: Endpoint
+    public: bool = False
+
+    @property
+    def regex(self) -> Any:
+        return compile_path(PREFIX + self.path)[0]
+
+    def serves(self, method: str) -> bool:
+        """Whether a request with ``method`` is for this entry (``HEAD`` is served as ``GET``)."""
+        return self.method == method or (method == "HEAD" and self.method == "GET")
 
 
-def rest_routes(runtime: GatewayRuntime, auth: HttpAuth) -> list[BaseRoute]:
-    def challenge(err: ToolError) -> dict[str, str]:
-        value = auth.authenticator.challenge(err) if auth.authenticator is not None else None
+class RestApi:
+    """The ASGI application mounted at ``/api/v1``: dispatches to the built-in and contributed routes."""
+
+    def __init__(self, runtime: GatewayRuntime, auth: HttpAuth) -> None:
+        self.runtime = runtime
+        self.auth = auth
+        contributed = list(contributed_routes(runtime))
+        self.limits = RouteLimits(runtime, contributed)
+        self.served = [ServedRoute(runtime, owner, route, self.limits, self._challenge) for owner, route in contributed]
+        entries = [
+            _Entry("GET", "/tools", self._list_tools),
+            _Entry("POST", "/tools/{name}", self._call_tool),
+            _Entry("GET", "/openapi.json", self._openapi),
+        ]
+        self._check_unique(self.served)
+        entries += [_Entry(s.route.method, s.route.path, s, s.route.public) for s in self.served]
+        # A literal segment wins over a parameter (``/connectors/stats`` before ``/connectors/{id}``).
+        entries.sort(key=lambda e: [part.startswith("{") for part in e.path.split("/")])
+        self._entries = [(entry, entry.regex) for entry in entries]
+
+    def _check_unique(self, served: list[ServedRoute]) -> None:
+        seen: dict[tuple[str, str], str] = {key: "the gateway" for key in RESERVED}
+        names: dict[str, str] = {}
+        for item in served:
+            route = item.route
+            key = (route.method, shape(route.path))
+            where = f"REST route {route.method} {route.path}"
+            if key in seen:
+                raise ConfigError(
+                    f"{self.runtime.loaded.source}: {where} is offered by {seen[key]} and by {item.owner}; "
+                    "enable one of them"
+                )
+            if route.name in names:
+                raise ConfigError(
+                    f"{self.runtime.loaded.source}: operation id {route.name!r} is used by {names[route.name]} and "
+                    f"by {item.owner} ({where})"
+                )
+            seen[key] = item.owner
+            names[route.name] = item.owner
+
+    def mount(self) -> Mount:
+        return Mount(PREFIX, app=self)
+
+    def is_public(self, method: str, path: str) -> bool:
+        """Whether ``method path`` is a public route (admitted without credentials)."""
+        return any(entry.public and entry.serves(method) and regex.match(path) for entry, regex in self._entries)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path, method = scope["path"], scope["method"]
+        allowed: list[str] = []
+        for entry, regex in self._entries:
+            match = regex.match(path)
+            if match is None:
+                continue
+            if not entry.serves(method):
+                allowed.append(entry.method)
+                continue
+            scope["path_params"] = match.groupdict()
+            response = await entry.endpoint(Request(scope, receive))
+            await response(scope, receive, send)
+            return
+        if allowed:
+            allow = ", ".join(dict.fromkeys(allowed))
+            message = f"{method} is not served on {path} (allowed: {allow})"
+            response = error_envelope(405, message, headers={"Allow": allow})
+        else:
+            response = error_envelope(404, f"no REST route {path}")
+        await response(scope, receive, send)
+
+    def _challenge(self, err: ToolError) -> dict[str, str]:
+        value = self.auth.authenticator.challenge(err) if self.auth.authenticator is not None else None
         return {"WWW-Authenticate": value} if value else {}
 
-    async def list_tools(request: Request) -> JSONResponse:
-        principal = _principal(runtime, request)
+    # -- the built-in routes -----------------------------------------------------------------------------------
+
+    async def _list_tools(self, request: Request) -> Response:
+        principal = _principal(self.runtime, request)
         return JSONResponse(
             {
                 "tools": [
@@ -68,12 +161,13 @@ def rest_routes(runtime: GatewayRuntime, auth: HttpAuth) -> list[BaseRoute]:
                         "input_schema": s.input_schema,
                         "output_schema": s.output_schema,
                     }
-                    for s in runtime.visible_tools(principal)
+                    for s in self.runtime.visible_tools(principal)
                 ]
             }
         )
 
-    async def call_tool(request: Request) -> Response:
+    async def _call_tool(self, request: Request) -> Response:
+        runtime = self.runtime
         name = request.path_params["name"]
         principal = _principal(runtime, request)
         context = runtime.new_context(principal=principal, transport="rest", headers=dict(request.headers))
@@ -82,9 +176,9 @@ def rest_routes(runtime: GatewayRuntime, auth: HttpAuth) -> list[BaseRoute]:
             return error_envelope(404, f"no tool named {name!r}", correlation_id=cid)
         denied = scope_refusal(runtime, name, principal)
         if denied is not None:
-            return tool_error_response(denied, cid, challenge(denied))
+            return tool_error_response(denied, cid, self._challenge(denied))
         raw = await request.body()
-        if raw.strip() and not _is_json(request.headers.get("content-type")):
+        if raw.strip() and not is_json(request.headers.get("content-type")):
             return error_envelope(415, "the body must be sent as application/json", correlation_id=cid)
         try:
             arguments = json.loads(raw) if raw.strip() else {}
@@ -96,153 +190,17 @@ def rest_routes(runtime: GatewayRuntime, auth: HttpAuth) -> list[BaseRoute]:
             outcome = await runtime.call_tool(name, arguments, context)
         except UnknownTool:
             return error_envelope(404, f"no tool named {name!r}", correlation_id=cid)
-        headers = {"X-Correlation-ID": cid, **_rate_headers(context.state)}
+        decision = context.state.get("rate_limit")
+        headers = {
+            "X-Correlation-ID": cid,
+            **rate_limit_headers(decision if isinstance(decision, RateDecision) else None),
+        }
         if outcome.error is not None:
             if outcome.error.http_status == 403:
-                headers.update(challenge(outcome.error))
+                headers.update(self._challenge(outcome.error))
             return tool_error_response(outcome.error, cid, headers)
         return JSONResponse(outcome.body, headers=headers)
 
-    async def openapi(request: Request) -> JSONResponse:
-        return JSONResponse(openapi_document(runtime, auth, _principal(runtime, request)))
-
-    return [
-        Route(f"{PREFIX}/tools", list_tools, methods=["GET"]),
-        Route(f"{PREFIX}/tools/{{name}}", call_tool, methods=["POST"]),
-        Route(f"{PREFIX}/openapi.json", openapi, methods=["GET"]),
-    ]
-
-
-class ErrorBody(BaseModel):
-    code: str
-    message: str
-    detail: Any = None
-    correlation_id: str
-    retryable: bool
-    retry_after: float | None = None
-
-
-class ErrorEnvelope(BaseModel):
-    error: ErrorBody
-
-
-def security_schemes(auth: HttpAuth) -> dict[str, dict[str, Any]]:
-    """OpenAPI security schemes for the challenges the authenticator sends (none when auth is off)."""
-    schemes: dict[str, dict[str, Any]] = {}
-    for challenge in auth.challenges:
-        scheme = challenge.scheme.lower()
-        if scheme == "bearer":
-            schemes["bearer"] = {"type": "http", "scheme": "bearer"}
-            if auth.issuers:
-                schemes["bearer"]["bearerFormat"] = "JWT"
-                schemes["bearer"]["description"] = "An access token from " + ", ".join(auth.issuers)
-        elif scheme == "apikey" and challenge.params.get("header"):
-            schemes["apiKey"] = {"type": "apiKey", "in": "header", "name": challenge.params["header"]}
-        else:
-            schemes[scheme] = {"type": "http", "scheme": scheme}
-    return schemes
-
-
-def _responses(statuses: tuple[int, ...], error_response: dict[str, Any], secured: bool) -> dict[str, Any]:
-    challenge = {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "How to authenticate"}}
-    responses: dict[str, Any] = {}
-    for status in statuses:
-        if status in (401, 403) and not secured:
-            continue
-        response = {"description": STATUS_CODES[status], **error_response}
-        if status in (401, 403):
-            response["headers"] = challenge
-        if status == 429:
-            response["headers"] = {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait"}}
-        responses[str(status)] = response
-    return responses
-
-
-def openapi_document(
-    runtime: GatewayRuntime, auth: HttpAuth | None = None, principal: Principal | None = None
-) -> dict[str, Any]:
-    """OpenAPI 3.1 for the tools ``principal`` may call (all when None), schemas from the tools' own models.
-
-    Each operation lists the configured security schemes with the scope the tool needs (OpenAPI 3.1 allows
-    role names for non-OAuth schemes) and ``x-required-scope``.
-    """
-    auth = auth or HttpAuth(None)
-    served_tools = runtime.visible_tools(principal) if principal is not None else list(runtime.tools.values())
-    schemes = security_schemes(auth)
-    models: list[tuple[type[BaseModel], Any]] = [(ErrorEnvelope, "serialization")]
-    for served in served_tools:
-        models += [(served.tool.input_model, "validation"), (served.tool.output_model, "serialization")]
-    refs, schema = models_json_schema(models, ref_template="#/components/schemas/{model}")
-    error_response = {"content": {"application/json": {"schema": refs[(ErrorEnvelope, "serialization")]}}}
-    rate_headers = {
-        name: {"schema": {"type": "integer"}, "description": description}
-        for name, description in (
-            ("X-RateLimit-Limit", "Requests allowed in the window"),
-            ("X-RateLimit-Remaining", "Requests left in the window"),
-            ("X-RateLimit-Reset", "Unix time when the window resets"),
-        )
-    }
-    paths: dict[str, Any] = {
-        "/health": {
-            "get": {
-                "operationId": "health",
-                "summary": "Liveness",
-                "security": [],
-                "responses": {"200": {"description": "The gateway is up"}},
-            }
-        },
-        f"{PREFIX}/tools": {
-            "get": {
-                "operationId": "list_tools",
-                "summary": "The tools the caller may call",
-                "responses": {
-                    "200": {"description": "Tools with their schemas"},
-                    **_responses((401,), error_response, bool(schemes)),
-                },
-            }
-        },
-    }
-    for served in served_tools:
-        tool = served.tool
-        responses: dict[str, Any] = {
-            "200": {
-                "description": "The tool's result",
-                "headers": rate_headers,
-                "content": {"application/json": {"schema": refs[(tool.output_model, "serialization")]}},
-            },
-            **_responses((400, 401, 403, 404, 413, 415, 422, 429, 500, 503), error_response, bool(schemes)),
-        }
-        operation: dict[str, Any] = {
-            "operationId": served.name,
-            "summary": (tool.description or served.name).strip().splitlines()[0],
-            "description": tool.description,
-            "tags": [served.pack],
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": refs[(tool.input_model, "validation")]}},
-            },
-            "responses": responses,
-        }
-        if tool.scope:
-            operation["x-required-scope"] = tool.scope
-            if schemes:
-                operation["security"] = [{name: [tool.scope]} for name in schemes]
-        paths[f"{PREFIX}/tools/{served.name}"] = {"post": operation}
-    components: dict[str, Any] = {"schemas": schema.get("$defs", {})}
-    document: dict[str, Any] = {
-        "openapi": "3.1.0",
-        "info": {
-            "title": f"{runtime.name} REST facade",
-            "version": __version__,
-            "description": f"Generated {datetime.now(UTC).date().isoformat()} from the tools' pydantic models.",
-        },
-        "paths": paths,
-        "components": components,
-    }
-    public_url = runtime.loaded.config.transport.public_url
-    if public_url:
-        document["servers"] = [{"url": public_url.rstrip("/")}]
-    if schemes:
-        components["securitySchemes"] = schemes
-        document["security"] = [{name: []} for name in schemes]
-    return document
+    async def _openapi(self, request: Request) -> Response:
+        principal = _principal(self.runtime, request)
+        return JSONResponse(openapi_document(self.runtime, self.auth, principal, self.served))

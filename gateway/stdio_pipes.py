@@ -1,22 +1,44 @@
-"""This process's stdin and stdout as asyncio pipes, for the MCP stdio transport.
+"""This process's stdin and stdout as async line streams, for the MCP stdio transport.
 
 The SDK's stdio transport reads each line and writes each message through a worker thread (``anyio.wrap_file``):
-three thread hops per call, each costing more than the JSON of a small message on a loaded 2-core machine. These
-streams read and write the same descriptors through the event loop instead. While they serve, descriptor 0 reads
-the null device and descriptor 1 writes to stderr, so a handler's stray ``print`` or a child process never writes
-into the wire (the SDK's transport does the same); both are restored afterwards, blocking as before.
+three thread hops per call, each costing more than the JSON of a small message on a loaded 2-core machine. When a
+descriptor is a pipe, a socket or a terminal, these streams read and write it through the event loop instead; a
+regular file (``gateway serve < requests.jsonl > out.jsonl``), which the event loop cannot watch, is read and
+written through a worker thread as the SDK does. Either way the gateway holds the lines before the SDK sees them
+(see :mod:`gateway.mcp_adapter`). While they serve, descriptor 0 reads the null device and descriptor 1 writes to
+stderr, so a handler's stray ``print`` or a child process never writes into the wire (the SDK's transport does
+the same); both are restored afterwards, blocking as before, even when serving is cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import stat
 import sys
 from collections.abc import AsyncIterator
+from typing import Any, Protocol
 
-__all__ = ["PipeLines", "PipeWriter", "stdio_pipes"]
+import anyio
+
+__all__ = ["LineSink", "LineSource", "PipeLines", "PipeWriter", "stdio_pipes"]
+
+
+class LineSource(Protocol):
+    """Text lines read from stdin (``async for line in source``), newline included."""
+
+    def __aiter__(self) -> Any: ...
+
+
+class LineSink(Protocol):
+    """Text written to stdout: ``await write(text)`` queues it, ``await flush()`` waits until it is taken."""
+
+    async def write(self, text: str) -> Any: ...
+
+    async def flush(self) -> None: ...
+
 
 MAX_LINE_BYTES = 256 * 1024 * 1024
 """Longest message line accepted on stdin (the reader buffers one line at a time)."""
@@ -92,12 +114,9 @@ def _is_pipe_like(fd: int) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def stdio_pipes() -> AsyncIterator[tuple[PipeLines, PipeWriter] | None]:
-    """Stdin's lines and a stdout writer on the event loop, or ``None`` when either descriptor is a regular file
-    (redirected from or to a file: the caller then keeps the SDK's threaded streams)."""
-    if not (_is_pipe_like(0) and _is_pipe_like(1)):
-        yield None
-        return
+async def stdio_pipes() -> AsyncIterator[tuple[LineSource, LineSink]]:
+    """Stdin's lines and a stdout writer: on the event loop for pipe-like descriptors, through a worker thread for
+    regular files. The descriptors are diverted while serving and restored on exit."""
     sys.stdout.flush()
     loop = asyncio.get_running_loop()
     wire_in, wire_out = os.dup(0), os.dup(1)
@@ -109,23 +128,36 @@ async def stdio_pipes() -> AsyncIterator[tuple[PipeLines, PipeWriter] | None]:
     try:
         os.dup2(null, 0)
         os.dup2(2, 1)
-        reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
-        read_transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0, closefd=False)
-        )
-        write_transport, _ = await loop.connect_write_pipe(
-            lambda: flow, os.fdopen(wire_out, "wb", buffering=0, closefd=False)
-        )
-        assert isinstance(write_transport, asyncio.WriteTransport)
-        yield PipeLines(reader), PipeWriter(write_transport, flow)
+        lines: LineSource
+        sink: LineSink
+        if _is_pipe_like(wire_in):
+            reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
+            read_transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0, closefd=False)
+            )
+            lines = PipeLines(reader)
+        else:
+            raw_in = os.fdopen(wire_in, "rb", closefd=False)
+            lines = anyio.wrap_file(io.TextIOWrapper(raw_in, encoding="utf-8", errors="replace", newline="\n"))
+        if _is_pipe_like(wire_out):
+            write_transport, _ = await loop.connect_write_pipe(
+                lambda: flow, os.fdopen(wire_out, "wb", buffering=0, closefd=False)
+            )
+            assert isinstance(write_transport, asyncio.WriteTransport)
+            sink = PipeWriter(write_transport, flow)
+        else:
+            raw_out = os.fdopen(wire_out, "wb", closefd=False)
+            sink = anyio.wrap_file(io.TextIOWrapper(raw_out, encoding="utf-8", newline="\n"))
+        yield lines, sink
     finally:
-        if read_transport is not None:
-            read_transport.close()
-        if write_transport is not None:
-            write_transport.close()  # sends what it still holds, then reports the connection lost
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_CLOSE_SECONDS):
-                    await flow.closed.wait()
+        with anyio.CancelScope(shield=True):  # a cancelled server still hands back the descriptors it took
+            if read_transport is not None:
+                read_transport.close()
+            if write_transport is not None:
+                write_transport.close()  # sends what it still holds, then reports the connection lost
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(_CLOSE_SECONDS):
+                        await flow.closed.wait()
         os.set_blocking(wire_in, blocking[0])
         os.set_blocking(wire_out, blocking[1])
         os.dup2(wire_in, 0)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 
@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, SecretStr
 from gateway.api.embedding import EmbeddingService
 from gateway.api.sanitizers import SanitizationService
 from gateway.api.tools import Interceptor, Tool, ToolPack
+from gateway.api.upstream import UpstreamConnector
 
 EMBEDDER = "embedder"
 VECTOR_STORE = "vector_store"
@@ -21,7 +22,8 @@ RATE_LIMITER = "rate_limiter"
 SANITIZER = "sanitizer"
 AUTH = "auth"
 JUDGE = "judge"
-PROVIDER_KINDS = (EMBEDDER, VECTOR_STORE, STORE, RATE_LIMITER, SANITIZER, AUTH, JUDGE)
+CONNECTOR = "connector"
+PROVIDER_KINDS = (EMBEDDER, VECTOR_STORE, STORE, RATE_LIMITER, SANITIZER, AUTH, JUDGE, CONNECTOR)
 """Every swappable provider kind. Plugins may register further kinds of their own."""
 
 
@@ -41,6 +43,17 @@ unset. The value is a :class:`pydantic.SecretStr`, so it never appears in reprs 
 class ProviderLookup(Protocol):
     def __call__(self, kind: str, name: str | None = None) -> Any:
         """The provider of ``kind`` (the configured one when ``name`` is ``None``), built on first use."""
+
+
+class ProviderInstantiator(Protocol):
+    def __call__(self, kind: str, name: str, config: Mapping[str, Any], *, data_dir: Path | None = None) -> Any:
+        """A new instance of the provider ``kind``/``name`` configured with ``config`` (validated by the provider's
+        config model; a bad value raises :class:`gateway.api.ValidationFailed` naming the field). The caller owns
+        it and closes it. Unknown ``name``: :class:`gateway.api.NotFound` listing the installed ones."""
+
+
+def _no_instances(kind: str, name: str, config: Mapping[str, Any], *, data_dir: Path | None = None) -> Any:
+    raise NotImplementedError("this host cannot build provider instances")
 
 
 @dataclass(frozen=True)
@@ -66,6 +79,20 @@ class PackContext:
     embeddings: Callable[[], EmbeddingService]
     """The embedder chain, built on first call (packs that never embed never load a model)."""
     sanitization: Callable[[], SanitizationService]
+    instantiate: ProviderInstantiator = _no_instances
+    """Build several configured instances of one provider kind (the context pack's connectors, one per source)."""
+    upstreams: Callable[[], UpstreamConnector] = field(default=lambda: _no_upstreams())
+    """The client for other MCP servers (:mod:`gateway.api.upstream`), for packs that front them."""
+    catalogue_changed: Callable[[], Awaitable[None]] = field(default=lambda: _nothing_to_announce())
+    """Await after the pack's tools, resources or prompts changed: the host reads them again and notifies clients."""
+
+
+def _no_upstreams() -> UpstreamConnector:
+    raise NotImplementedError("this host offers no upstream connector")
+
+
+async def _nothing_to_announce() -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -77,7 +104,11 @@ class InterceptorContext:
     data_dir: Path
     provider: ProviderLookup
     tools: Mapping[str, tuple[str, Tool[Any, Any]]]
-    """Every served tool by full name, with the name of the pack that offers it."""
+    """Every served tool by full name, with the name of the pack that offers it (a live view: it follows the
+    packs' catalogue changes)."""
+    packs: Mapping[str, bool] = field(default_factory=dict)
+    """Every installed tool pack by name: True when it is enabled (so a link can tell a pack that is off from a
+    name that exists nowhere)."""
 
 
 ProviderFactory = Callable[[ProviderContext], Any]

@@ -2,12 +2,14 @@
 
 Signature (pinned algorithms), ``exp``/``nbf``/``iat`` (with leeway), ``iss`` and ``aud`` are always checked.
 Scopes come from the ``scope`` claim (a space-separated string, RFC 8693/9068) or ``scp`` (a list or a string),
-the tenant from ``tenant_id``; every claim name is configurable.
+the tenant from ``tenant_id``; every claim name is configurable. With ``[plugins.auth.jwt.issuing]`` the gateway
+also mints tokens itself and serves their refresh (:mod:`gateway_plugins.auth.jwt_issuer`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +17,64 @@ import jwt
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationInfo, field_validator, model_validator
 
-from gateway.api import ConfigError, GatewayError, Principal, ProviderContext, ProviderUnavailable, Secret
+from gateway.api import (
+    STORE,
+    ConfigError,
+    GatewayError,
+    Principal,
+    ProviderContext,
+    ProviderUnavailable,
+    RestRoute,
+    Secret,
+)
 from gateway_plugins.auth.headers import bearer_challenge, bearer_token, refuse
-from gateway_plugins.auth.jwt_keys import Algorithm, JwksFile, KeySource, PemKey, SecretKey, families_of
+from gateway_plugins.auth.jwt_issuer import TokenIssuer
+from gateway_plugins.auth.jwt_keys import (
+    Algorithm,
+    JwksFile,
+    KeySource,
+    OwnKeys,
+    PemKey,
+    SecretKey,
+    SigningKey,
+    families_of,
+)
 
 log = structlog.get_logger(__name__)
 
 _CLAIM_NAME = r"^\S{1,200}$"
+
+
+def _relative_to_config(value: Path | None, info: ValidationInfo) -> Path | None:
+    """A relative path is read from the config file's directory when the host says where that is (validation
+    context ``{"config_dir": ...}``), else from the working directory."""
+    if value is None:
+        return None
+    value = value.expanduser()
+    config_dir = (info.context or {}).get("config_dir")
+    return Path(config_dir) / value if config_dir is not None and not value.is_absolute() else value
+
+
+class TokenIssuing(BaseModel):
+    """``[plugins.auth.jwt.issuing]``: the gateway mints its own tokens (``gateway tokens issue``) and serves
+    ``POST /api/v1/auth/refresh``. Tokens carry the first ``issuer`` and the first ``audience``, and are signed with
+    the first of ``algorithms``: with ``secret`` (HS*) or ``private_key_file``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    private_key_file: Path | None = None
+    """An unencrypted PEM private key (RS*/PS*, ES*, EdDSA). Its public half verifies the tokens, unless
+    ``public_key_file``/``jwks_file`` also name an identity provider's keys: then ``key_id`` tells them apart."""
+    key_id: str | None = Field(default=None, pattern=r"^[\x21-\x7e]{1,100}$")
+    """The ``kid`` header of the tokens the gateway signs."""
+    access_token_seconds: int = Field(default=900, ge=60, le=86_400)
+    refresh_token_seconds: int = Field(default=30 * 86_400, ge=300, le=366 * 86_400)
+    """How long each refresh token lives from its issue (every refresh issues a new one)."""
+    store: str | None = Field(default=None, min_length=1)
+    """The relational store (a ``store`` provider name) keeping the hashed refresh tokens; default:
+    ``[providers] store``."""
+
+    relative_private_key = field_validator("private_key_file")(_relative_to_config)
 
 
 class JwtConfig(BaseModel):
@@ -53,33 +106,34 @@ class JwtConfig(BaseModel):
     resource_metadata_url: HttpUrl | None = None
     """The RFC 9728 protected-resource metadata URL, announced in the ``WWW-Authenticate`` challenge."""
 
-    @field_validator("public_key_file", "jwks_file")
-    @classmethod
-    def _relative_to_config(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        """A relative path is read from the config file's directory when the host says where that is
-        (validation context ``{"config_dir": ...}``), else from the working directory."""
-        if value is None:
-            return None
-        value = value.expanduser()
-        config_dir = (info.context or {}).get("config_dir")
-        return Path(config_dir) / value if config_dir is not None and not value.is_absolute() else value
+    issuing: TokenIssuing | None = None
+    """Set to make the gateway its own token issuer (see :class:`TokenIssuing`)."""
+
+    relative_key_files = field_validator("public_key_file", "jwks_file")(_relative_to_config)
 
     @model_validator(mode="after")
     def _one_key_source(self) -> JwtConfig:
         families = families_of(self.algorithms)
         files = [name for name in ("public_key_file", "jwks_file") if getattr(self, name) is not None]
+        own_key = self.issuing is not None and self.issuing.private_key_file is not None
         if "hmac" in families:
             if len(families) > 1:
                 raise ValueError("HMAC algorithms (HS*) cannot be accepted together with public-key algorithms")
             if files:
                 raise ValueError(f"HS* algorithms verify with 'secret', not {files[0]!r}")
-        else:
-            if self.secret is not None:
-                raise ValueError("'secret' is only for HS* algorithms; public-key algorithms need a key file")
-            if len(files) != 1:
-                raise ValueError("give exactly one of 'public_key_file' and 'jwks_file'")
-            if self.public_key_file is not None and len(families) > 1:
-                raise ValueError("a single public key verifies one algorithm family; use 'jwks_file' to mix")
+            if own_key:
+                raise ValueError("HS* tokens are signed with 'secret', not 'issuing.private_key_file'")
+            return self
+        if self.secret is not None:
+            raise ValueError("'secret' is only for HS* algorithms; public-key algorithms need a key file")
+        if self.issuing is not None and not own_key:
+            raise ValueError("'issuing' with public-key algorithms needs 'issuing.private_key_file'")
+        if len(files) > 1 or (not files and not own_key):
+            raise ValueError("give exactly one of 'public_key_file' and 'jwks_file'")
+        if self.public_key_file is not None and len(families) > 1:
+            raise ValueError("a single public key verifies one algorithm family; use 'jwks_file' to mix")
+        if own_key and files and (self.issuing is None or self.issuing.key_id is None):
+            raise ValueError(f"set 'issuing.key_id' to tell the gateway's own tokens from those {files[0]!r} verifies")
         return self
 
 
@@ -93,8 +147,10 @@ class JwtAuthenticator:
 
     name = "jwt"
 
-    def __init__(self, config: JwtConfig, keys: KeySource) -> None:
+    def __init__(self, config: JwtConfig, keys: KeySource, issuer: TokenIssuer | None = None) -> None:
         self._config = config
+        self.issuer = issuer
+        """Mints and refreshes tokens when ``[plugins.auth.jwt.issuing]`` is set."""
         self._keys = keys
         self._algorithms = tuple(config.algorithms)
         self._require = sorted({*config.required_claims, "iss", "aud"})
@@ -123,6 +179,10 @@ class JwtAuthenticator:
             error=error if isinstance(error, GatewayError) else None,
             resource_metadata=self._metadata_url,
         )
+
+    def rest_routes(self) -> Sequence[RestRoute]:
+        """``POST /auth/refresh`` when the gateway issues tokens (:class:`gateway.api.RestRouteSource`)."""
+        return self.issuer.rest_routes() if self.issuer is not None else ()
 
     def _decode(self, token: str, key: Any, alg: str) -> dict[str, Any]:
         config = self._config
@@ -184,17 +244,43 @@ class JwtAuthenticator:
 
 
 def build(ctx: ProviderContext) -> JwtAuthenticator:
-    """Provider factory of ``auth``/``jwt``: loads the verification key(s) now, so a bad file fails start-up."""
+    """Provider factory of ``auth``/``jwt``: loads the verification key(s) now, so a bad file fails start-up; with
+    ``issuing``, also the signing key and the store of refresh tokens."""
     config = ctx.config
     if not isinstance(config, JwtConfig):
         raise ConfigError("plugins.auth.jwt: this table is required (algorithms, a key source, issuer, audience)")
-    keys: KeySource
+    keys: KeySource | None = None
     if config.jwks_file is not None:
         keys = JwksFile(config.jwks_file, config.algorithms)
     elif config.public_key_file is not None:
         keys = PemKey(config.public_key_file, config.algorithms)
+    elif config.secret is None:
+        raise ProviderUnavailable("auth/jwt", "the HMAC secret is not set (is its environment variable empty?)")
     else:
-        if config.secret is None:
-            raise ProviderUnavailable("auth/jwt", "the HMAC secret is not set (is its environment variable empty?)")
         keys = SecretKey(config.secret.get_secret_value(), config.algorithms)
-    return JwtAuthenticator(config, keys)
+    issuing = config.issuing
+    if issuing is None:
+        return JwtAuthenticator(config, keys)
+    algorithm = config.algorithms[0]
+    if issuing.private_key_file is not None:
+        signing = SigningKey.from_pem(issuing.private_key_file, algorithm, issuing.key_id)
+        keys = OwnKeys(signing, keys)
+    else:
+        assert config.secret is not None
+        signing = SigningKey(algorithm, config.secret.get_secret_value().encode("utf-8"), issuing.key_id)
+    issuer = TokenIssuer(
+        signing,
+        ctx.provider(STORE, issuing.store),
+        issuer=_first(config.issuer),
+        audience=_first(config.audience),
+        access_lifetime=timedelta(seconds=issuing.access_token_seconds),
+        refresh_lifetime=timedelta(seconds=issuing.refresh_token_seconds),
+        subject_claim=config.subject_claim,
+        scope_claim=config.scope_claims[0] if config.scope_claims else "scope",
+        tenant_claim=config.tenant_claim,
+    )
+    return JwtAuthenticator(config, keys, issuer)
+
+
+def _first(value: str | list[str]) -> str:
+    return value if isinstance(value, str) else value[0]

@@ -4,6 +4,7 @@ Algorithms are pinned by configuration and grouped in families (HMAC, RSA, EC, O
 algorithms of its own family, and HMAC cannot be configured together with a public-key family, so a token cannot
 choose how it is checked (the classic "RS256 public key used as an HS256 secret" confusion is impossible).
 Nothing here touches the network: JWKS come from a local file, re-read when it changes (key rotation).
+When the gateway issues tokens itself, :class:`SigningKey` signs them and :class:`OwnKeys` verifies them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import jwt
 import structlog
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from cryptography.hazmat.primitives.serialization import load_pem_public_key
+from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key
 
 from gateway.api import ConfigError
 from gateway_plugins.auth.headers import refuse
@@ -206,3 +207,49 @@ def _family_of_key(key: Any) -> Family | None:
     if isinstance(key, ed25519.Ed25519PublicKey):
         return "okp"
     return None
+
+
+class SigningKey:
+    """The key the gateway signs its own tokens with: the HMAC secret, or a PEM private key file."""
+
+    def __init__(self, algorithm: str, key: Any, key_id: str | None = None) -> None:
+        self.algorithm = algorithm
+        self.key = key
+        self.key_id = key_id
+
+    @classmethod
+    def from_pem(cls, path: Path, algorithm: str, key_id: str | None) -> SigningKey:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"plugins.auth.jwt.issuing.private_key_file: cannot read {path}: {exc.strerror}") from exc
+        try:
+            key = load_pem_private_key(data, password=None)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(
+                f"plugins.auth.jwt.issuing.private_key_file: {path} holds no unencrypted PEM private key"
+            ) from exc
+        if _family_of_key(key.public_key()) != FAMILIES[algorithm]:  # type: ignore[union-attr]
+            raise ConfigError(f"plugins.auth.jwt.issuing: the key in {path} cannot sign {algorithm}")
+        return cls(algorithm, key, key_id)
+
+    def verification_key(self) -> Any:
+        """What verifies this key's signatures: the secret itself, or the public half."""
+        return self.key if FAMILIES[self.algorithm] == "hmac" else self.key.public_key()
+
+
+class OwnKeys:
+    """Verifies the gateway's own tokens with its signing key, and anyone else's with ``others`` (when the
+    gateway also accepts an identity provider's tokens, told apart by the ``kid`` of the signing key)."""
+
+    def __init__(self, own: SigningKey, others: KeySource | None = None) -> None:
+        self._own = own
+        self._key = own.verification_key()
+        self._others = others
+
+    async def key_for(self, header: Mapping[str, Any], alg: str) -> Any:
+        if self._others is not None and header.get("kid") != self._own.key_id:
+            return await self._others.key_for(header, alg)
+        if FAMILIES[alg] != FAMILIES[self._own.algorithm]:
+            raise refuse("unknown_key", "the token's algorithm does not match the issuer's key")
+        return self._key

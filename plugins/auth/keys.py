@@ -31,7 +31,6 @@ PREFIX = "gwk_"
 HASH_SCHEME = "sha256-v1"
 NAMESPACE = "auth"
 
-_KEY = re.compile(r"gwk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
 _KEY_ID = re.compile(r"[0-9a-f]{16}")
 _SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 """RFC 6749 §3.3 ``scope-token``: printable ASCII except space, ``"`` and ``\\``."""
@@ -114,16 +113,38 @@ class StoredKey:
     hash_scheme: str
 
 
+@dataclass(frozen=True)
+class TokenFormat:
+    """``<prefix><id>_<secret>``: a public id of 16 hex digits (the lookup key) and 32 random bytes, URL-safe.
+
+    API keys (``gwk_``) and the ``jwt`` issuer's refresh tokens (``gwr_``) share it, and their stored SHA-256
+    :func:`digest`.
+    """
+
+    prefix: str
+
+    def new(self) -> tuple[str, str]:
+        """A fresh ``(id, token)``."""
+        token_id = secrets.token_hex(8)
+        return token_id, f"{self.prefix}{token_id}_{secrets.token_urlsafe(32)}"
+
+    def parse(self, value: str) -> str | None:
+        """The id of a well-formed token, ``None`` for anything else."""
+        match = re.fullmatch(rf"{re.escape(self.prefix)}([0-9a-f]{{16}})_[A-Za-z0-9_-]{{43}}", value)
+        return match.group(1) if match else None
+
+
+API_KEYS = TokenFormat(PREFIX)
+
+
 def new_key() -> tuple[str, str]:
     """A fresh ``(key_id, full_key)``."""
-    key_id = secrets.token_hex(8)
-    return key_id, f"{PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+    return API_KEYS.new()
 
 
 def parse_key(value: str) -> str | None:
     """The id of a well-formed key, ``None`` for anything else."""
-    match = _KEY.fullmatch(value)
-    return match.group(1) if match else None
+    return API_KEYS.parse(value)
 
 
 def is_key_id(value: str) -> bool:
@@ -131,7 +152,7 @@ def is_key_id(value: str) -> bool:
 
 
 def digest(full_key: str) -> str:
-    """The stored digest of a key (scheme :data:`HASH_SCHEME`)."""
+    """The stored digest of a key or token (scheme :data:`HASH_SCHEME`)."""
     return hashlib.sha256(full_key.encode("ascii")).hexdigest()
 
 
@@ -232,9 +253,9 @@ def _info(row: dict[str, Any]) -> ApiKeyInfo:
         name=row["name"],
         tenant=row["tenant"],
         scopes=frozenset(row["scopes"].split()),
-        created_at=_datetime(row["created_at"]),
-        expires_at=_datetime(row["expires_at"]) if row["expires_at"] is not None else None,
-        revoked_at=_datetime(row["revoked_at"]) if row["revoked_at"] is not None else None,
+        created_at=stored_datetime(row["created_at"]),
+        expires_at=stored_datetime(row["expires_at"]) if row["expires_at"] is not None else None,
+        revoked_at=stored_datetime(row["revoked_at"]) if row["revoked_at"] is not None else None,
     )
 
 
@@ -242,7 +263,7 @@ def _iso(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat(timespec="seconds") if value is not None else None
 
 
-def _datetime(value: Any) -> datetime:
+def stored_datetime(value: Any) -> datetime:
     """A stored timestamp as an aware UTC datetime (the built-in stores return datetimes; ISO text is accepted
     from stores that do not convert)."""
     parsed = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))

@@ -1,5 +1,5 @@
 """Entry point of the built-in auth plugin: the ``none``, ``api_key``, ``jwt`` and ``chain`` authenticators, and
-the ``gateway keys`` commands."""
+the ``gateway keys`` and ``gateway tokens`` commands."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def gateway_register_providers(register: ProviderRegistrar) -> None:
         "jwt",
         jwt_bearer.build,
         config_model=jwt_bearer.JwtConfig,
-        description="Authorization: Bearer JWT, verified locally (HS* secret, PEM public key or JWKS file).",
+        description="Authorization: Bearer JWT, verified locally (HS* secret, PEM public key or JWKS file); "
+        "optionally the gateway's own issuer with refresh-token rotation.",
     )
     register(
         AUTH,
@@ -43,6 +44,8 @@ def gateway_register_providers(register: ProviderRegistrar) -> None:
 
 @hookimpl
 def gateway_register_commands(cli: Any) -> None:
-    from gateway_plugins.auth.cli import register
+    from gateway_plugins.auth import cli as keys_cli
+    from gateway_plugins.auth import token_cli
 
-    register(cli)
+    keys_cli.register(cli)
+    token_cli.register(cli)

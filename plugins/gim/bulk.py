@@ -82,15 +82,20 @@ async def import_masters(
     core: GimCore,
     items: Sequence[Prepared],
     vectors: Mapping[str, Sequence[Mapping[str, Sequence[float]]]],
+    *,
+    ids: Sequence[str] | None = None,
 ) -> list[str]:
     """Store ``items`` as new masters. ``vectors[embedder_id][i]`` maps each of ``core.kinds`` to item ``i``'s
     vector (every embedder of the chain should be given; a missing one is filled by ``reindex --missing``).
-    Returns the new master ids, in order."""
+    ``ids``: the masters' ids (UUIDs), to keep the ids of a migrated GIM; new ones by default.
+    Returns the master ids, in order."""
     from gateway_plugins.gim.core import utcnow
     from gateway_plugins.gim.submit import master_row
 
     await core.ensure_embedders()
-    ids = [str(uuid.uuid4()) for _ in items]
+    if ids is not None and len(ids) != len(items):
+        raise ValueError(f"{len(ids)} ids for {len(items)} items")
+    ids = [str(uuid.UUID(i)) for i in ids] if ids is not None else [str(uuid.uuid4()) for _ in items]
     now = utcnow()
     async with core.lock.hold():
         await core.refresh_generations(force=True)

@@ -155,8 +155,7 @@ class GimCore:
                 embedder=embedder_id,
                 items=await self.repo.count_items(self.store),
                 without_vectors=missing,
-                fix="run `gateway reindex --missing` with this deployment's config (with the embedded qdrant-edge "
-                "store, stop the server first: one process per data dir)",
+                fix="run `gateway reindex --missing` with this deployment's config (it may run beside the server)",
             )
 
     async def refresh_generations(self, *, force: bool = False) -> None:

@@ -1,6 +1,6 @@
 """The duplicate decision: does a submission describe the root cause of an existing master?
 
-Hybrid rule (all three must hold for a candidate master; the best-scoring such master wins):
+Hybrid rule (all must hold for a candidate master; the best-scoring such master wins):
 
 1. **Same failure** — error evidence ``max(dense, lexical) >= dedup_error_threshold``: the cosine similarity of
    the normalised error signatures (best item of the master), or the BM25 score of the submission's signature
@@ -8,8 +8,14 @@ Hybrid rule (all three must hold for a candidate master; the best-scoring such m
    sees through rewording, BM25 sees through a stack trace around a short, identical exception line.
 2. **Same cause and fix** — the *resolution* vectors (root cause + fix) agree:
    ``cosine >= dedup_resolution_threshold``. Look-alike errors with different causes (an SDK too old vs too
-   new, a removed constant in two unrelated libraries) fail here; two reports of one cause in other words pass.
-3. Optionally (``require_same_exception_type``, off by default) **compatible exception types**: the
+   new, a removed constant in two unrelated libraries) mostly fail here; two reports of one cause in other
+   words pass.
+3. **No contradiction** (``dedup_require_agreement``, on by default) — the specific evidence of the submission
+   and of the master (:mod:`gateway_plugins.gim.evidence`: the values in the failure line, the libraries the
+   trace passes through, the packages the cause and fix are about and the direction the fix moves them) does
+   not contradict (:mod:`gateway_plugins.gim.agreement`). Embeddings blur exactly these details, so rules 1-2
+   alone merged a fifth of unseen look-alike pairs; each contradiction is a veto, and none can cause a merge.
+4. Optionally (``require_same_exception_type``, off by default) **compatible exception types**: the
    submission's exception type is among the master's, or one side has none or only a warning. Off by default
    because real reports of one cause raise different types (ESM ``SyntaxError`` vs CommonJS ``TypeError`` for
    one missing export; a ``UserWarning`` then a ``RuntimeError``): on the development split the rule cost merges
@@ -22,9 +28,14 @@ similarity is at least ``duplicate_threshold`` (0.85).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["Evidence", "decide_baseline", "decide_hybrid", "gather_evidence"]
+from gateway_plugins.gim.agreement import Conflict
+
+__all__ = ["Evidence", "Hit", "decide_baseline", "decide_hybrid", "gather_evidence"]
+
+Hit = tuple[str, float] | tuple[str, float, str]
+"""``(master_id, score)``, or ``(master_id, score, item_id)`` naming the item of the master that matched."""
 
 
 @dataclass
@@ -36,6 +47,14 @@ class Evidence:
     lexical: float = 0.0
     resolution: float = 0.0
     exception_types: frozenset[str | None] = frozenset()
+    item_ids: set[str] = field(default_factory=set)
+    """The master's items whose error matched the submission's (dense or lexical)."""
+    conflicts: tuple[Conflict, ...] = ()
+    """Contradictions found between the submission's and the master's evidence (rule 3): any one is a veto."""
+
+    def passes(self, error_threshold: float, resolution_threshold: float) -> bool:
+        """Rules 1 and 2."""
+        return self.error >= error_threshold and self.resolution >= resolution_threshold
 
     @property
     def error(self) -> float:
@@ -50,26 +69,28 @@ class Evidence:
 
 def gather_evidence(
     *,
-    error_hits: Iterable[tuple[str, float]],
-    lexical_hits: Iterable[tuple[str, float]],
-    resolution_hits: Iterable[tuple[str, float]],
+    error_hits: Iterable[Hit],
+    lexical_hits: Iterable[Hit],
+    resolution_hits: Iterable[Hit],
     is_active: Callable[[str], bool],
     exception_types: Mapping[str, Iterable[str | None]] | None = None,
 ) -> dict[str, Evidence]:
-    """Best score per master and signal; hits are ``(master_id, score)``. Masters that are not active (a vector
+    """Best score per master and signal, and the items whose error matched. Masters that are not active (a vector
     left by a crashed writer, not yet reconciled) are dropped."""
     evidence: dict[str, Evidence] = {}
 
     def entry(master_id: str) -> Evidence:
         return evidence.setdefault(master_id, Evidence(master_id))
 
-    for master_id, score in error_hits:
+    for master_id, score, *item in error_hits:
         e = entry(master_id)
         e.error_dense = max(e.error_dense, score)
-    for master_id, score in lexical_hits:
+        e.item_ids.update(item)
+    for master_id, score, *item in lexical_hits:
         e = entry(master_id)
         e.lexical = max(e.lexical, score)
-    for master_id, score in resolution_hits:
+        e.item_ids.update(item)
+    for master_id, score, *_ in resolution_hits:
         if master_id in evidence:
             e = evidence[master_id]
             e.resolution = max(e.resolution, score)
@@ -93,8 +114,8 @@ def decide_hybrid(
     eligible = [
         e
         for e in evidence.values()
-        if e.error >= error_threshold
-        and e.resolution >= resolution_threshold
+        if e.passes(error_threshold, resolution_threshold)
+        and not e.conflicts
         and (not require_same_exception_type or e.compatible(exception_type))
     ]
     if not eligible:

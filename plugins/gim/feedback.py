@@ -97,7 +97,13 @@ async def confirm_fix(core: GimCore, args: ConfirmFixInput, ctx: CallContext) ->
             confirmed_at=now if args.success else None,
         )
         await core.record_event(
-            "fix_confirmed", ctx, issue_id=master_id, session_id=args.session_id, success=args.success, db=tx
+            "fix_confirmed",
+            ctx,
+            issue_id=master_id,
+            session_id=args.session_id,
+            success=args.success,
+            timestamp=now,  # the same instant as the vote: last_resolved_at == last_confirmed_at
+            db=tx,
         )
     return ConfirmFixOutput(
         status="confirmed",

@@ -119,6 +119,7 @@ class MasterIssue(_Model):
     child_issue_count: int = 0
     environment_coverage: list[str] = Field(default_factory=list)
     verification_count: int = 0
+    """Identities whose current vote says the fix worked (one vote per identity; see ``gim.usage``)."""
     last_confirmed_at: datetime | None = None
     created_at: datetime
     updated_at: datetime
@@ -154,16 +155,25 @@ class UsageEvent(_Model):
 
 
 class IssueUsageStats(_Model):
-    """Usage statistics for a specific issue."""
+    """Usage statistics for a specific issue (event counts), with the issue's votes beside them.
+
+    total_resolved counts every successful confirmation (repeats included); verification_count and failure_count
+    count identities by their current vote, one vote per identity (definitions: gateway_plugins.gim.usage)."""
 
     issue_id: UUID
     total_queries: int = 0
     total_fix_retrieved: int = 0
     total_fix_applied: int = 0
-    total_resolved: int = 0
+    total_resolved: int = Field(default=0, description="Successful confirmations, every one (repeats included)")
     resolution_rate: float = 0.0
     last_queried_at: datetime | None = None
     last_resolved_at: datetime | None = None
+    verification_count: int = Field(
+        default=0, description="Identities whose current vote says the fix worked (one vote per identity)"
+    )
+    failure_count: int = Field(
+        default=0, description="Identities whose current vote says the fix did not work (one vote per identity)"
+    )
 
 
 class GlobalUsageStats(_Model):

@@ -81,7 +81,11 @@ class GimPack(ToolPack, Reindexable):
                 uri_template="gim://issues/{issue_id}/stats",
                 name="GIM issue statistics",
                 read=read,
-                description="IssueUsageStats of one issue: queries, fix retrievals, applications, resolutions.",
+                description=(
+                    "IssueUsageStats of one issue: queries, fix retrievals, applications and resolutions (event "
+                    "counts: total_resolved counts every successful confirmation), and its votes "
+                    "(verification_count, failure_count: identities, one vote each, as in the fix bundle)."
+                ),
                 scope=READ_SCOPE,
             )
         ]

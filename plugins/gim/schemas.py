@@ -2,14 +2,23 @@
 
 The host derives each tool's ``inputSchema``/``outputSchema`` from these models, so field names, required
 fields, enums and defaults here are the contract clients see.
+
+Accommodations for the forms the spec documents' examples send (each still refuses a real error, naming the
+field):
+
+* Environment fields at the top level. The system design calls ``gim_search_issues({error_message, language,
+  framework})``; the API reference nests them in ``environment``. Both tools that take an ``environment``
+  (search, submit) also accept its fields at the top level, published in the input schema as such, and merge
+  them into ``environment``. The same field given in both places with different values is a
+  ``validation_error`` on the top-level field.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from gateway_plugins.gim.models import EnvActionType, FixBundle, ModelInfo, UsageEventType
 
@@ -19,8 +28,54 @@ _TEXT = 200_000
 """Upper bound of any free-text field (a long stack trace fits; a multi-megabyte paste does not)."""
 
 
+VERIFICATION_COUNT = (
+    "Identities whose confirmation says the fix worked: one vote per identity, a repeat replaces the earlier "
+    "vote, and confidence is computed from these votes. The usage statistics' total_resolved counts every "
+    "successful confirmation instead, repeats included."
+)
+
+
 class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+def _top_level(name: str) -> Any:
+    return Field(
+        default=None,
+        max_length=200,
+        description=f"Same as environment.{name}, for clients that send it at the top level (as the system "
+        "design's example does); merged into environment",
+    )
+
+
+class _FlatEnvironment(_Input):
+    """An input with an ``environment`` object whose fields may also come at the top level (see the module).
+
+    Subclasses declare the top-level fields after ``environment``, so that it is validated when they are."""
+
+    _environment_model: ClassVar[type[BaseModel]]
+    _environment_fields: ClassVar[tuple[str, ...]] = ()
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _same_as_nested(cls, value: Any, info: ValidationInfo) -> Any:
+        if info.field_name not in cls._environment_fields or value is None:
+            return value
+        nested = getattr(info.data.get("environment"), info.field_name or "", None)
+        if nested is not None and nested != value:
+            raise ValueError(f"differs from environment.{info.field_name} ({nested!r}); give it once")
+        return value
+
+    @model_validator(mode="after")
+    def _merge_into_environment(self) -> Any:
+        flat = {name: getattr(self, name) for name in self._environment_fields if getattr(self, name) is not None}
+        if flat:
+            environment = getattr(self, "environment", None)
+            merged = (environment.model_dump(exclude_none=True) if environment is not None else {}) | flat
+            self.environment = self._environment_model.model_validate(merged)
+            for name in flat:
+                setattr(self, name, None)
+        return self
 
 
 class SearchEnvironment(_Input):
@@ -29,7 +84,10 @@ class SearchEnvironment(_Input):
     os: str | None = None
 
 
-class SearchIssuesInput(_Input):
+class SearchIssuesInput(_FlatEnvironment):
+    _environment_model = SearchEnvironment
+    _environment_fields = ("language", "framework", "os")
+
     error_message: str = Field(min_length=1, max_length=_TEXT, description="The error message or stack trace")
     model: str | None = Field(default=None, description="Model name (e.g., claude-3-opus-20240229)")
     provider: SearchProvider | None = Field(
@@ -38,6 +96,9 @@ class SearchIssuesInput(_Input):
     environment: SearchEnvironment | None = None
     limit: int = Field(default=10, ge=1, le=100, description="Maximum number of results to return")
     offset: int = Field(default=0, ge=0, le=10_000, description="Number of results to skip (offset pagination)")
+    language: str | None = _top_level("language")
+    framework: str | None = _top_level("framework")
+    os: str | None = _top_level("os")
 
 
 class IssueSummary(BaseModel):
@@ -46,7 +107,7 @@ class IssueSummary(BaseModel):
     root_cause_category: str
     relevance_score: float
     confidence_score: float
-    verification_count: int
+    verification_count: int = Field(description=VERIFICATION_COUNT)
     last_confirmed_at: datetime | None = None
     affected_models: list[ModelInfo] = Field(default_factory=list)
 
@@ -69,7 +130,7 @@ class FixBundleOutput(BaseModel):
     root_cause: str
     fix_bundle: FixBundle
     confidence_score: float
-    verification_count: int
+    verification_count: int = Field(description=VERIFICATION_COUNT)
 
 
 class EnvActionInput(_Input):
@@ -107,7 +168,10 @@ class SubmitEnvironment(_Input):
     os: str | None = None
 
 
-class SubmitIssueInput(_Input):
+class SubmitIssueInput(_FlatEnvironment):
+    _environment_model = SubmitEnvironment
+    _environment_fields = ("language", "language_version", "framework", "framework_version", "os")
+
     error_description: str = Field(
         min_length=1, max_length=_TEXT, description="Clear description of the error (will be sanitized)"
     )
@@ -127,17 +191,30 @@ class SubmitIssueInput(_Input):
     model: str = Field(min_length=1, max_length=200, description="Model that resolved the issue")
     provider: str = Field(min_length=1, max_length=100, description="Provider of the model")
     environment: SubmitEnvironment | None = None
+    language: str | None = _top_level("language")
+    language_version: str | None = _top_level("language_version")
+    framework: str | None = _top_level("framework")
+    framework_version: str | None = _top_level("framework_version")
+    os: str | None = _top_level("os")
 
 
 class SubmitIssueOutput(BaseModel):
-    """``created`` (merged or new master). The rejection is an error result rendered by the pack."""
+    """An accepted submission (a rejection is an error result, rendered by the pack).
 
-    status: Literal["created"]
-    issue_id: str
-    master_issue_id: str
-    merged: bool
+    status is "created" for both outcomes: it is the one success status of the API reference (both revisions),
+    whose example response is itself a merged submission ("status": "created", "merged": true). What says
+    "merged" is merged, master_issue_id (the existing master it joined) and the message, which names that
+    master; issue_id is the stored submission (a child of that master, or the new master itself)."""
+
+    status: Literal["created"] = Field(description="Always created: the submission is stored (see merged)")
+    issue_id: str = Field(description="The id of the stored submission: the new master, or the new child")
+    master_issue_id: str = Field(description="The master issue it belongs to (its own id when it is a new master)")
+    merged: bool = Field(description="True when it was merged into an existing master issue as a child")
     message: str
-    contribution_type: str | None = None
+    contribution_type: str | None = Field(
+        default=None,
+        description="When merged: what the child adds to the master (environment, symptom, model_quirk, validation)",
+    )
 
 
 class ConfirmFixInput(_Input):
@@ -154,7 +231,7 @@ class ConfirmFixOutput(BaseModel):
     status: Literal["confirmed"]
     issue_id: str
     updated_confidence: float
-    updated_verification_count: int
+    updated_verification_count: int = Field(description=VERIFICATION_COUNT)
 
 
 class ReportUsageInput(_Input):

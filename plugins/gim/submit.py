@@ -18,6 +18,7 @@ import structlog
 
 from gateway.api import CallContext, ServiceUnavailable
 from gateway_plugins.gim.consistency import reconcile_pending
+from gateway_plugins.gim.contradictions import attach_conflicts
 from gateway_plugins.gim.dedup import Evidence, decide_baseline, decide_hybrid, gather_evidence
 from gateway_plugins.gim.intake import Prepared, prepare_submission
 from gateway_plugins.gim.models import MasterIssue
@@ -71,8 +72,8 @@ async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, ve
         embedder_id, vectors[RESOLUTION], kind=RESOLUTION, limit=min(4096, 8 * len(candidates)), master_ids=candidates
     )
     evidence = gather_evidence(
-        error_hits=[(str(h.payload["master_id"]), h.score) for h in error_hits],
-        lexical_hits=[(h.master_id, h.score) for h in lexical_hits],
+        error_hits=[(str(h.payload["master_id"]), h.score, str(h.payload["item_id"])) for h in error_hits],
+        lexical_hits=[(h.master_id, h.score, h.item_id) for h in lexical_hits],
         resolution_hits=[(str(h.payload["master_id"]), h.score) for h in resolution_hits],
         is_active=core.lexical.__contains__,  # caught up under the lock: exactly the active items
         exception_types=(
@@ -81,6 +82,14 @@ async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, ve
             else None
         ),
     )
+    if core.config.dedup_require_agreement:
+        await attach_conflicts(
+            core,
+            prepared,
+            evidence,
+            error_threshold=core.config.dedup_error_threshold,
+            resolution_threshold=core.config.dedup_resolution_threshold,
+        )
     chosen = decide_hybrid(
         evidence,
         exception_type=prepared.signature.exception_type,
@@ -299,7 +308,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
         merged=merged,
         contribution_type=contribution,
         message=(
-            "Issue submitted successfully and merged with existing master issue"
+            f"Issue submitted successfully and merged with existing master issue {master_id}"
             if merged
             else "Issue submitted successfully as a new master issue"
         ),

@@ -99,7 +99,8 @@ def build_tools(core: GimCore) -> list[Tool[Any, Any]]:
             description=(
                 "Report whether a fix bundle worked. This data is stored for analytics and confidence scoring. "
                 "Call it after applying a fix from gim_get_fix_bundle, whether it worked or not; calling again "
-                "replaces your earlier report for that issue."
+                "replaces your earlier vote for that issue. verification_count counts identities whose vote says "
+                "the fix worked (one each); the usage statistics' total_resolved counts every successful report."
             ),
             input_model=ConfirmFixInput,
             output_model=ConfirmFixOutput,

@@ -8,9 +8,18 @@ Events are recorded automatically by the tools (``search`` naming the top result
 * ``total_fix_applied``: every confirmation implies an application, and a client may also report
   ``fix_applied`` for the same attempt, so the count is ``max(fix_applied, fix_confirmed)``: never double counted,
   never below the number of known outcomes.
-* ``total_resolved``: successful confirmations; ``resolution_rate = resolved / applied``.
+* ``total_resolved``: successful confirmations, *every one*, repeats by the same caller included (an event
+  count, like every figure here); ``resolution_rate = resolved / applied``. Globally ``total_issues_resolved``.
 * ``active_sessions_24h``: distinct sessions (the client's ``session_id``, else the caller's identity) with any
   event in the last 24 hours.
+
+Two figures count confirmations, and they differ on purpose. ``total_resolved`` counts reports; the issue's
+``verification_count`` counts *identities*: those whose current vote (one per identity; a repeat replaces it)
+says the fix worked. Confidence is computed from the votes, so that one caller confirming ten times weighs as
+one. An identity that confirms twice adds two to ``total_resolved`` and one to ``verification_count``; one that
+changes its vote to "failed" moves from ``verification_count`` to ``failure_count`` while its earlier report
+stays in ``total_resolved``. The issue statistics carry both, with the same ``verification_count`` as the fix
+bundle, the search results and ``gim_confirm_fix``'s ``updated_verification_count``.
 """
 
 from __future__ import annotations
@@ -58,6 +67,7 @@ async def issue_stats(core: GimCore, master_id: str) -> IssueUsageStats:
             resolved += n
             last_resolved = max(filter(None, (last_resolved, when)), default=None)
     applied = max(counts.get("fix_applied", 0), counts.get("fix_confirmed", 0))
+    verified, failed = await core.repo.tally(core.store, master_id)
     return IssueUsageStats(
         issue_id=master_id,
         total_queries=counts.get("search", 0),
@@ -67,6 +77,8 @@ async def issue_stats(core: GimCore, master_id: str) -> IssueUsageStats:
         resolution_rate=round(resolved / applied, 4) if applied else 0.0,
         last_queried_at=last_query,
         last_resolved_at=last_resolved,
+        verification_count=verified,
+        failure_count=failed,
     )
 
 

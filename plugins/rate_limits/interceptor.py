@@ -4,14 +4,21 @@
 
     [[plugins.interceptor.rate_limit.rules]]
     name = "gim-daily-search"
-    tools = ["gim_search_issues", "gim_get_fix_bundle"]
+    pack = "gim"                    # optional: the pack whose tools these are (skipped while it is not enabled)
+    tools = ["gim_search_issues"]
     kind = "daily"                  # or "token_bucket" (with period_seconds, default 60)
     limit = { env = "DEFAULT_DAILY_SEARCH_LIMIT", default = 100 }   # or a plain int
 
-Tools named in no rule are unlimited. A tool in several rules must pass all of them. Counters key on the rule's
-name and the caller's :attr:`gateway.api.Principal.key`, in the configured ``rate_limiter`` provider. The decision
-(a :class:`gateway.api.RateDecision`; with several rules, the one with the fewest calls left) is left in
-``call.context.state["rate_limit"]`` and the rule's name in ``state["rate_limit_rule"]``, refused or not.
+The tools listed in one rule share one count per identity (``tools = ["a", "b"]`` with ``limit = 100`` admits 100
+calls of a and b together); give each tool its own rule for separate counts, as ``config.toml`` does for GIM's
+search and fix-bundle quotas. Tools named in no rule are unlimited. A tool in several rules must pass all of them.
+Counters key on the rule's name and the caller's :attr:`gateway.api.Principal.key`, in the configured
+``rate_limiter`` provider. The decision (a :class:`gateway.api.RateDecision`; with several rules, the one with the
+fewest calls left) is left in ``call.context.state["rate_limit"]`` and the rule's name in
+``state["rate_limit_rule"]``, refused or not.
+
+At start every tool a rule names must be served: a typo stops the gateway. A rule whose ``pack`` is installed but
+not enabled is skipped with a warning instead, so one config can carry the rules of packs a deployment leaves off.
 """
 
 from __future__ import annotations
@@ -71,7 +78,11 @@ class RateLimitRuleConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
+    pack: str | None = Field(default=None, min_length=1)
+    """The pack that serves ``tools``. While it is installed but not enabled, the rule is skipped (with a warning)
+    instead of stopping the start for tools nobody serves."""
     tools: list[str] = Field(min_length=1)
+    """Served tool names (with any ``[packs] prefix``); together they share the rule's count."""
     kind: Literal["daily", "token_bucket"] = "daily"
     limit: Limit
     """Calls per UTC day (``daily``), or the bucket's capacity (``token_bucket``)."""
@@ -190,14 +201,44 @@ def iso_utc(moment: datetime) -> str:
 
 
 def create_rate_limit_interceptor(ctx: InterceptorContext) -> RateLimitInterceptor:
-    """Interceptor factory: checks that every tool a rule names is served."""
+    """Interceptor factory: checks every rule's tools against the served ones (see the module doc)."""
     config = ctx.config if isinstance(ctx.config, RateLimitConfig) else RateLimitConfig()
-    for index, rule in enumerate(config.rules):
-        unknown = [tool for tool in rule.tools if tool not in ctx.tools]
-        if unknown:
-            raise ConfigError(
-                f"plugins.interceptor.{ctx.name}.rules[{index}] ({rule.name}): unknown tool(s) "
-                f"{', '.join(unknown)}; served tools: {', '.join(sorted(ctx.tools)) or '(none)'}"
-            )
+    rules = [rule for index, rule in enumerate(config.rules) if _applies(ctx, index, rule)]
     limiter = ctx.provider(RATE_LIMITER, config.limiter)
-    return RateLimitInterceptor(config.rules, limiter)
+    return RateLimitInterceptor(rules, limiter)
+
+
+def _applies(ctx: InterceptorContext, index: int, rule: RateLimitRuleConfig) -> bool:
+    """Whether ``rule`` applies to this deployment: False (with a warning) when its pack is installed but not
+    enabled; a :class:`ConfigError` naming the rule when it names a pack or tools that do not exist."""
+    where = f"plugins.interceptor.{ctx.name}.rules[{index}] ({rule.name})"
+    disabled = sorted(name for name, enabled in ctx.packs.items() if not enabled)
+    if rule.pack is not None and rule.pack not in ctx.packs:
+        installed = ", ".join(sorted(ctx.packs)) or "none"
+        raise ConfigError(f"{where}: 'pack': no tool pack {rule.pack!r} is installed (installed: {installed})")
+    if rule.pack is not None and not ctx.packs[rule.pack]:
+        log.warning(
+            "rate-limit rule skipped: its pack is not enabled",
+            rule=rule.name,
+            pack=rule.pack,
+            tools=rule.tools,
+        )
+        return False
+    unknown = [tool for tool in rule.tools if tool not in ctx.tools]
+    if unknown:
+        hint = (
+            f"; if they belong to a pack that is not enabled ({', '.join(disabled)}), name it in the rule "
+            '(pack = "...") to skip the rule while that pack is off'
+            if disabled and rule.pack is None
+            else ""
+        )
+        raise ConfigError(
+            f"{where}: unknown tool(s) {', '.join(unknown)}; served tools: {', '.join(sorted(ctx.tools)) or '(none)'}"
+            + hint
+        )
+    foreign = [
+        f"{tool} (pack {ctx.tools[tool][0]!r})" for tool in rule.tools if rule.pack not in (None, ctx.tools[tool][0])
+    ]
+    if foreign:
+        raise ConfigError(f"{where}: tool(s) of another pack than {rule.pack!r}: {', '.join(foreign)}")
+    return True

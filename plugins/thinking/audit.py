@@ -53,8 +53,14 @@ class Auditor:
             summary = "Nothing to review: no code in the thought and none in the selected scope."
             if context.diff:
                 summary = "Nothing to review: the change has no readable text file (deletions, binaries, size limits)."
-            review = Review(summary=summary)
-            return GanReview(overall=None, verdict="pass", review=review, warnings=warnings, config=session.public())
+            return GanReview(
+                overall=100,  # no code, so no finding: the score a judge gives code it finds nothing wrong with
+                verdict="pass",
+                outcome="nothing_to_review",
+                review=Review(summary=summary),
+                warnings=warnings,
+                config=session.public(),
+            )
         judges = self._judges(session)
         base = self._request(session, context, thought, tuple(context.files))
         first = await self._round(judges, base, session)
@@ -62,14 +68,17 @@ class Auditor:
         best, iterations, best_cycle = await self._improve(judges, base, session, first, warnings)
         if best is not first:
             proposal = await self._cumulative_diff(first.files, best.files, warnings)
+        overall = first.combined.overall  # None: no judge could score
         review = GanReview(
-            overall=first.combined.overall,
+            overall=overall if overall is not None else 0,
             dimensions=first.combined.dimensions,
             verdict=first.combined.verdict,
             review=first.combined.review,
             proposed_diff=proposal,
             iterations=iterations,
             judge_cards=first.combined.cards,
+            outcome="reviewed" if overall is not None else "unscored",
+            abstained=first.combined.abstained,
             warnings=list(dict.fromkeys(warnings)),
             config=session.public(),
         )

@@ -5,6 +5,10 @@
 * ``verdict``: ``reject`` on any blocking finding (parse error, secret, conflict marker) or when ``overall`` is
   ``reject_margin`` or more below the threshold; ``pass`` when ``overall`` reaches the threshold; ``revise``
   otherwise — and ``revise`` when no judge could score at all (the code is unreviewed, not approved).
+* ``cards``: one per judge that scored; ``abstained``: the others, with the reason.
+
+``overall`` is ``None`` here when no judge scored; the published review turns that into the ``unscored``
+outcome with a numeric score (:class:`gateway_plugins.thinking.models.GanReview`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.api import RUBRIC, JudgeResult, ReviewFile
-from gateway_plugins.thinking.models import Dimension, InlineComment, JudgeCard, Review, Verdict
+from gateway_plugins.thinking.models import Abstention, Dimension, InlineComment, JudgeCard, Review, Verdict
 
 _RANK = {"blocking": 0, "major": 1, "minor": 2, "info": 3}
 
@@ -26,6 +30,7 @@ class Combined:
     review: Review
     cards: list[JudgeCard]
     blocking: list[str]
+    abstained: list[Abstention]
 
 
 def verdict_for(overall: int | None, blocking: bool, threshold: int, reject_margin: int) -> Verdict:
@@ -76,10 +81,11 @@ def combine(
     ranked.sort(key=lambda item: item[0])
     kept = sorted(ranked[:max_comments], key=lambda item: (item[1].path, item[1].line))
     citations = list(dict.fromkeys(citation for _, _, citation in kept))
-    cards = [JudgeCard(model=r.judge, score=r.score, notes=r.notes) for r in results]
+    cards = [JudgeCard(model=r.judge, score=r.score, notes=r.notes) for r in scored if r.score is not None]
+    abstained = [Abstention(model=r.judge, reason=r.notes or "no reason given") for r in results if r.score is None]
     summary = _summary(results, overall, verdict, threshold, blocking, len(ranked) - len(kept))
     review = Review(summary=summary, inline=[inline for _, inline, _ in kept], citations=citations)
-    return Combined(overall, dimensions, verdict, review, cards, blocking)
+    return Combined(overall, dimensions, verdict, review, cards, blocking, abstained)
 
 
 def _dimension_order(name: str) -> tuple[int, str]:
@@ -97,7 +103,7 @@ def _summary(
     hidden: int,
 ) -> str:
     if overall is None:
-        head = "No judge could score this code, so it is not approved (verdict revise)."
+        head = "No judge could score this code, so it is not approved: overall 0, verdict revise (unscored)."
     else:
         head = f"Verdict {verdict}: overall {overall} against a threshold of {threshold}."
         if blocking:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Verdict = Literal["pass", "revise", "reject"]
+Outcome = Literal["reviewed", "nothing_to_review", "unscored"]
+Score = Annotated[int, Field(ge=0, le=100)]
+"""A score as the spec types it: a number, 0-100, never ``null``."""
 
 
 def _plain_optionals(schema: dict[str, Any]) -> None:
@@ -43,7 +46,7 @@ class ThoughtInput(BaseModel):
 
 class Dimension(BaseModel):
     name: str
-    score: int
+    score: Score
 
 
 class InlineComment(BaseModel):
@@ -64,10 +67,11 @@ class Review(BaseModel):
 
 
 class JudgeCard(BaseModel):
-    """One judge's part. ``score`` is ``null`` when the judge was left out of the verdict (``notes`` says why)."""
+    """One judge that scored, and its score. A judge that could not score has no card: it is listed in
+    gan.abstained, with the reason."""
 
     model: str
-    score: int | None
+    score: Score
     notes: str | None = None
 
     @model_serializer(mode="wrap")
@@ -79,16 +83,34 @@ class JudgeCard(BaseModel):
         return data
 
 
-class GanReview(BaseModel):
-    """The audit. ``overall`` is ``null`` only when no judge could score (or there was nothing to review)."""
+class Abstention(BaseModel):
+    """A judge left out of the verdict (unavailable, failed, timed out), and why."""
 
-    overall: int | None
+    model: str
+    reason: str
+
+
+class GanReview(BaseModel):
+    """The audit: the spec's GanReview, whose scores are numbers 0-100 (never null), plus a few fields beyond it.
+
+    outcome says what the numbers stand for:
+    - reviewed: overall is the mean of the judges that scored (judge_cards);
+    - nothing_to_review: no code in the thought or in the selected scope; overall 100 and verdict pass (nothing
+      was found wrong because there was nothing), iterations 0, no judge cards;
+    - unscored: there was code but no judge could score it (all in abstained); overall 0 and verdict revise: the
+      code is unreviewed, so not approved (and nextThoughtNeeded is forced to true).
+    """
+
+    overall: Score
     dimensions: list[Dimension] = Field(default_factory=list)
     verdict: Verdict
     review: Review
     proposed_diff: str | None = None
     iterations: int = 0
     judge_cards: list[JudgeCard] = Field(default_factory=list)
+    outcome: Outcome = "reviewed"
+    abstained: list[Abstention] = Field(default_factory=list)
+    """Judges left out of the verdict, with the reason (they have no card: a card's score is a number)."""
     warnings: list[str] = Field(default_factory=list)
     """Config values that were sanitized, files that could not be read, diffs that were refused..."""
     applied: list[str] | None = None
@@ -108,7 +130,7 @@ class ThinkingResult(BaseModel):
     """The response: the reference server's five fields, plus ``sessionId`` and ``gan`` when an audit ran.
 
     The two audit fields are left out (not ``null``) when there was no audit; the host serializes with
-    ``exclude_none`` off, since ``proposed_diff`` and a failed judge's ``score`` are meaningful ``null`` values.
+    ``exclude_none`` off, since ``proposed_diff`` is a meaningful ``null`` (the spec's ``string | null``).
     """
 
     thoughtNumber: int

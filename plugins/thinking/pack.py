@@ -82,7 +82,8 @@ You should:
 AUDIT_DESCRIPTION = """
 
 Code audits are enabled: a thought carrying code (a fenced block, a diff) is reviewed by judges, and the response
-adds `sessionId` and `gan` (scores, verdict pass/revise/reject, line comments, citations, a proposed diff). A
+adds `sessionId` and `gan` (scores 0-100, verdict pass/revise/reject, line comments, citations, a proposed diff;
+`outcome` says whether code was reviewed, there was nothing to review, or no judge could score it). A
 revise or reject verdict sets nextThoughtNeeded to true. Override the audit for one thought with a fenced block
 ```gan-config
 {"scope": "diff" | "paths" | "workspace", "paths": [...], "threshold": 85, "maxCycles": 1, "candidates": 1,
@@ -173,7 +174,14 @@ class ThinkingPack(ToolPack):
         result.gan = gan
         if gan.verdict in ("revise", "reject"):
             result.nextThoughtNeeded = True
-        log.info("thinking.audit", trigger=trigger, session=session_id, verdict=gan.verdict, overall=gan.overall)
+        log.info(
+            "thinking.audit",
+            trigger=trigger,
+            session=session_id,
+            outcome=gan.outcome,
+            verdict=gan.verdict,
+            overall=gan.overall,
+        )
         return result
 
     def _plan(self, thought: str) -> tuple[str, session_config.SessionConfig, list[str]] | None:
@@ -199,11 +207,13 @@ class ThinkingPack(ToolPack):
         return config, warnings
 
     def _remember(self, identity: str, session_id: str, gan: GanReview) -> None:
-        """Keep per-session audit rounds, so a later audit of the same session says how the score moved."""
+        """Keep per-session audit rounds, so a later audit of the same session says how the score moved (only
+        scores of code that was reviewed count: "nothing to review" and "unscored" are not scores of the code)."""
         state = self._sessions.get_or_create((identity, session_id), lambda: {"rounds": 0, "overall": None})
         state["rounds"] += 1
         previous = state["overall"]
-        state["overall"] = gan.overall
+        if gan.outcome == "reviewed":
+            state["overall"] = gan.overall
         if state["rounds"] > 1:
             moved = f" (previous round: {previous})" if previous is not None else ""
             gan.review.summary += f" Session round {state['rounds']}{moved}."

@@ -84,17 +84,22 @@ def canonical_id(point_id: str) -> str:
 
 def checked_vector(name: str, vector: Sequence[float], dimension: int) -> list[float]:
     """``vector`` (a sequence of numbers or a numpy array) as a list of finite floats of length ``dimension``."""
+    return checked_array(name, vector, dimension).tolist()
+
+
+def checked_array(name: str, vector: Sequence[float], dimension: int | None) -> np.ndarray:
+    """``vector`` as a one-dimensional float64 array of finite values (of length ``dimension`` unless ``None``)."""
     try:
         array = np.asarray(vector, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"a vector for collection {name!r} is a sequence of numbers") from None
     if array.ndim != 1:
         raise ValueError(f"a vector for collection {name!r} is one-dimensional, got shape {array.shape}")
-    if array.shape[0] != dimension:
+    if dimension is not None and array.shape[0] != dimension:
         raise DimensionMismatch(name, dimension, array.shape[0])
     if not np.isfinite(array).all():
         raise ValueError(f"a vector for collection {name!r} holds a NaN or infinite value")
-    return array.tolist()
+    return array
 
 
 @dataclass(frozen=True)
@@ -109,15 +114,21 @@ def checked_points(name: str, points: Sequence[VectorPoint], dimension: int) -> 
     checked: dict[str, CheckedPoint] = {}
     for point in points:
         point_id = canonical_id(point.id)
-        if not isinstance(point.payload, Mapping):
-            raise ValueError(f"the payload of point {point_id} is not a mapping")
-        try:
-            json.dumps(point.payload, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"the payload of point {point_id} is not JSON: {exc}") from None
+        payload = checked_payload(point_id, point.payload)
         # The last occurrence of an id wins, as if the points had been upserted one by one.
-        checked[point_id] = CheckedPoint(point_id, checked_vector(name, point.vector, dimension), dict(point.payload))
+        checked[point_id] = CheckedPoint(point_id, checked_vector(name, point.vector, dimension), payload)
     return list(checked.values())
+
+
+def checked_payload(point_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """``payload`` as a dict, if it is a mapping JSON can hold (no NaN, no sets, no objects)."""
+    if not isinstance(payload, Mapping):
+        raise ValueError(f"the payload of point {point_id} is not a mapping")
+    try:
+        json.dumps(payload, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the payload of point {point_id} is not JSON: {exc}") from None
+    return dict(payload)
 
 
 def check_limits(limit: int, offset: int) -> None:

@@ -21,6 +21,14 @@ log = structlog.get_logger(__name__)
 LOCK_FILE = "store.pid"
 
 
+class DirectoryInUse(ProviderUnavailable):
+    """Another process holds the directory (its pid in :attr:`pid`, ``None`` when its pid file cannot be read)."""
+
+    def __init__(self, provider: str, reason: str, pid: int | None) -> None:
+        super().__init__(provider, reason)
+        self.pid = pid
+
+
 class DirectoryLock:
     """An exclusive, non-blocking lock on ``directory`` that records the holder's pid."""
 
@@ -36,7 +44,8 @@ class DirectoryLock:
         try:
             self._lock.acquire()
         except portalocker.AlreadyLocked:
-            raise ProviderUnavailable(self.provider, self._in_use_message()) from None
+            pid = self.holder()
+            raise DirectoryInUse(self.provider, self._in_use_message(pid), pid) from None
         except portalocker.LockException as exc:  # no locking on this file system (some network mounts)
             raise ProviderUnavailable(
                 self.provider, f"cannot lock the vector store at {self.directory} ({exc}); use a local disk"
@@ -53,8 +62,11 @@ class DirectoryLock:
     def held(self) -> bool:
         return self._held
 
-    def _in_use_message(self) -> str:
-        pid = self._lock.read_pid()
+    def holder(self) -> int | None:
+        """The pid of the process holding the lock, as its pid file says."""
+        return self._lock.read_pid()
+
+    def _in_use_message(self, pid: int | None) -> str:
         holder = f"pid {pid}" if pid is not None else "pid unknown"
         return (
             f"the vector store at {self.directory} is in use by another gateway process ({holder}); point this "

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from gateway.app import DEFAULT_CONFIG
 from gateway.cli import cli
 
 
@@ -56,3 +59,76 @@ def test_call_prints_the_result_and_fails_on_error(tmp_path):
     assert json.loads(bad.output)["error"]["code"] == "validation_error"
     unknown = runner.invoke(cli, ["--config", _config(tmp_path), "call", "nope", "{}"])
     assert unknown.exit_code != 0 and "unknown tool 'nope'" in unknown.output
+
+
+def _chatty_config(tmp_path: Path) -> str:
+    """The example pack with the gateway logging at ``info``, as the shipped config.toml does."""
+    path = tmp_path / "chatty.toml"
+    path.write_text(
+        f'[gateway]\ndata_dir = "{tmp_path / "data"}"\nidentity = "cli-user"\nlog_level = "info"\n'
+        '[packs]\nenabled = ["hello"]\n[sanitize]\nlogs = ""\n'
+    )
+    return str(path)
+
+
+def _log_events(stderr: str) -> list[str]:
+    return [json.loads(line)["event"] for line in stderr.splitlines() if line.startswith("{")]
+
+
+def test_commands_print_their_result_and_log_only_warnings(tmp_path: Path) -> None:
+    config = _chatty_config(tmp_path)
+    quiet = CliRunner().invoke(cli, ["--config", config, "call", "hello_add", '{"a": 2, "b": 3}'])
+    assert quiet.exit_code == 0, quiet.output
+    assert json.loads(quiet.stdout) == {"sum": 5.0} and quiet.stderr == ""
+    for args in (["-v", "--config", config, "call"], ["--config", config, "call", "-v"]):
+        verbose = CliRunner().invoke(cli, [*args, "hello_add", '{"a": 2, "b": 3}'])
+        assert json.loads(verbose.stdout) == {"sum": 5.0}
+        assert {"gateway started", "tool call"} <= set(_log_events(verbose.stderr))
+    listed = CliRunner().invoke(cli, ["--config", config, "tools", "--json"])
+    assert {tool["name"] for tool in json.loads(listed.stdout)} == {"hello_greet", "hello_add"}
+    assert listed.stderr == ""
+
+
+def test_warnings_still_show_unless_quiet(tmp_path: Path) -> None:
+    shipped = DEFAULT_CONFIG.read_text().replace('enabled = ["gim"]', 'enabled = ["thinking"]')
+    config = tmp_path / "thinking.toml"
+    config.write_text(shipped.replace("[gateway]\n", f'[gateway]\ndata_dir = "{tmp_path / "data"}"\n', 1))
+    shown = CliRunner().invoke(cli, ["--config", str(config), "tools"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.startswith("sequentialthinking  [thinking]")
+    assert _log_events(shown.stderr) == ["rate-limit rule skipped: its pack is not enabled"] * 2
+    quiet = CliRunner().invoke(cli, ["--config", str(config), "tools", "-q"])
+    assert quiet.stdout == shown.stdout and quiet.stderr == ""
+
+
+def test_call_reads_its_arguments_from_stdin_or_a_file(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    runner = CliRunner()
+    from_stdin = runner.invoke(cli, ["--config", config, "call", "hello_add", "-"], input='{"a": 1, "b": 2}\n')
+    assert from_stdin.exit_code == 0, from_stdin.output
+    assert json.loads(from_stdin.stdout) == {"sum": 3.0}
+    arguments = tmp_path / "args.json"
+    arguments.write_text('{"name": "file"}')
+    from_file = runner.invoke(cli, ["--config", config, "call", "hello_greet", f"@{arguments}"])
+    assert json.loads(from_file.stdout)["greeting"] == "Hello, file!"
+
+
+@pytest.mark.parametrize(
+    ("argument", "stdin", "message"),
+    [
+        ("-", "{not json", "stdin: not JSON: Expecting property name"),
+        ("-", "", "stdin gave nothing; expected a JSON object"),
+        ("@{dir}/absent.json", None, "cannot read {dir}/absent.json: No such file or directory"),
+        ("@{dir}/list.json", None, "{dir}/list.json: must be a JSON object, not an array"),
+        ('{"a": }', None, "the command line: not JSON: Expecting value"),
+    ],
+)
+def test_bad_arguments_are_a_usage_error_naming_their_source(
+    tmp_path: Path, argument: str, stdin: str | None, message: str
+) -> None:
+    (tmp_path / "list.json").write_text("[1, 2]")
+    result = CliRunner().invoke(
+        cli, ["--config", _config(tmp_path), "call", "hello_add", argument.replace("{dir}", str(tmp_path))], input=stdin
+    )
+    assert result.exit_code == 2
+    assert f"Invalid value for ARGUMENTS: {message.replace('{dir}', str(tmp_path))}" in result.stderr

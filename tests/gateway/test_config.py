@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
+from typing import Any
 
-from gateway.api import ConfigError, PluginError
+import pytest
+import tomli_w
+
+from gateway import http
+from gateway.api import AUTH, ConfigError
 from gateway.app import prepare, running_runtime
 from gateway.config import load_config
 from tests.gateway.sample_plugin import sample_config
@@ -83,10 +88,12 @@ def test_secrets_come_from_the_environment_and_never_print(monkeypatch):
 
 
 async def test_tool_name_collision_is_a_startup_error_naming_both_packs(tmp_path, sample):
-    config = sample_config(tmp_path, packs={"enabled": ["echo", "clash"]})
-    with pytest.raises(PluginError) as info:
-        async with running_runtime(config, extra_plugins=[("sample", sample)], configure_logs=False):
+    path = tmp_path / "clash.toml"
+    path.write_text(tomli_w.dumps(sample_config(tmp_path, packs={"enabled": ["echo", "clash"]})))
+    with pytest.raises(ConfigError) as info:
+        async with running_runtime(path, extra_plugins=[("sample", sample)], configure_logs=False):
             pass
+    assert str(info.value).startswith(f"{path}: 'packs.enabled': tool name collision")
     assert "'echo_echo'" in str(info.value) and "'echo'" in str(info.value) and "'clash'" in str(info.value)
 
 
@@ -103,3 +110,90 @@ def test_default_config_is_valid():
     assert loaded.config.packs.enabled == ["gim"]
     assert loaded.config.providers.embedder == ["gemini", "local"]
     assert loaded.config.transport.host == "127.0.0.1"
+
+
+def _base(tmp_path: Path) -> dict[str, Any]:
+    return {
+        "gateway": {"data_dir": str(tmp_path / "data"), "identity": "tester"},
+        "packs": {"enabled": ["hello"]},
+        "sanitize": {"logs": ""},
+        "providers": {"rate_limiter": "memory"},
+    }
+
+
+def _quota(rule: dict[str, Any], **table: Any) -> dict[str, Any]:
+    return {
+        "pipeline": {"interceptors": [{"name": "rate_limit"}]},
+        "plugins": {"interceptor": {"rate_limit": {"rules": [{"name": "r", "limit": 5} | rule], **table}}},
+    }
+
+
+def _jwt(**table: Any) -> dict[str, Any]:
+    return {
+        "providers": {"rate_limiter": "memory", "auth": "jwt"},
+        "plugins": {"auth": {"jwt": table}} if table else {},
+    }
+
+
+BAD_CONFIGS: dict[str, tuple[str | dict[str, Any], str]] = {
+    # case: (the config (TOML text, or tables laid over the base), text of the error after the path)
+    "not TOML": ("[transport\n", "not valid TOML"),
+    "unknown key": ({"transport": {"prot": 1}}, "unknown key 'transport.prot'"),
+    "wrong type": ({"transport": {"port": "eighty"}}, "'transport.port'"),
+    "pack not installed": ({"packs": {"enabled": ["nope"]}}, "'packs.enabled': no tool pack 'nope'"),
+    "prefix of a pack that is off": ({"packs": {"enabled": ["hello"], "prefix": {"gim": "g_"}}}, "'packs.prefix.gim'"),
+    "interceptor not installed": ({"pipeline": {"interceptors": [{"name": "nope"}]}}, "no interceptor 'nope'"),
+    "provider not installed": ({"providers": {"store": "nope"}}, "'providers.store': no store provider 'nope'"),
+    "unknown plugin kind": ({"plugins": {"nope": {}}}, "unknown key 'plugins.nope'"),
+    "provider table": ({"plugins": {"rate_limiter": {"sqlite": {"pth": "x"}}}}, "plugins.rate_limiter.sqlite.pth"),
+    "pack table": ({"plugins": {"gim": {"nope": 1}}}, "unknown key 'plugins.gim.nope'"),
+    "limit from an unset variable": (_quota({"tools": ["hello_greet"], "limit": {"env": "UNSET_LIMIT_XYZ"}}), "UNSET"),
+    "rule for an unknown tool": (_quota({"tools": ["hello_gret"]}), "rules[0] (r): unknown tool(s) hello_gret"),
+    "rule for a pack not installed": (_quota({"pack": "gimm", "tools": ["gim_x"]}), "no tool pack 'gimm'"),
+    "rule's limiter not installed": (
+        _quota({"tools": ["hello_greet"]}, limiter="nope"),
+        "no rate_limiter provider 'nope' is installed",
+    ),
+    "jwt without its table": (_jwt(), "'plugins.auth.jwt.algorithms': Field required"),
+    "jwt key file missing": (
+        _jwt(algorithms=["ES256"], public_key_file="/nonexistent/idp.pem", issuer="https://i/", audience="a"),
+        "plugins.auth.jwt.public_key_file: cannot read",
+    ),
+    "empty embedder chain": ({"providers": {"rate_limiter": "memory", "embedder": []}}, "the embedder chain is empty"),
+    "public bind without auth": ({"transport": {"host": "0.0.0.0"}}, "the bind host"),
+    "an origin that is not one": ({"transport": {"allowed_origins": ["*"]}}, "'transport.allowed_origins'"),
+}
+
+
+async def _exercise(path: Path) -> None:
+    """Load, start and use ``path`` as serving would: providers built lazily and the HTTP app included."""
+    async with running_runtime(path, configure_logs=False) as runtime:
+        if runtime.loaded.config.providers.auth != "none":
+            runtime.providers.get(AUTH)
+        runtime.providers.embeddings()
+        runtime.providers.sanitization()
+        http.build_http_app(runtime)
+
+
+@pytest.mark.parametrize("case", list(BAD_CONFIGS))
+async def test_every_config_error_starts_with_the_file(tmp_path: Path, case: str) -> None:
+    config, expected = BAD_CONFIGS[case]
+    path = tmp_path / "deploy.toml"
+    if isinstance(config, str):
+        path.write_text(config)
+    else:
+        merged = _base(tmp_path)
+        for key, value in config.items():
+            merged[key] = {**merged.get(key, {}), **value}
+        path.write_text(tomli_w.dumps(merged))
+    with pytest.raises(ConfigError) as info:
+        await _exercise(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: "), message
+    assert expected in message, message
+
+
+async def test_the_base_of_the_bad_configs_is_good(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.toml"
+    path.write_text(tomli_w.dumps(_base(tmp_path)))
+    await _exercise(path)

@@ -359,8 +359,10 @@ def test_an_oversized_body_is_refused(jwt_served: Served, idp: Idp) -> None:
     for content in (big, streamed()):
         rest = httpx.post(f"{jwt_served.base}/api/v1/tools/acct_whoami", content=content, headers=headers)
         assert _envelope(rest, 413, "PAYLOAD_TOO_LARGE")["message"].endswith("4096 bytes")
-    over_mcp = httpx.post(f"{jwt_served.base}/mcp", content=big, headers={**headers, "Accept": "application/json"})
-    assert _envelope(over_mcp, 413, "PAYLOAD_TOO_LARGE")
+    for content in (big, streamed()):  # the MCP endpoint answers in JSON-RPC: the body's id is unread, so null
+        over_mcp = httpx.post(f"{jwt_served.base}/mcp", content=content, headers=headers)
+        assert over_mcp.status_code == 413 and over_mcp.json()["id"] is None
+        assert over_mcp.json()["error"]["data"]["code"] == "PAYLOAD_TOO_LARGE"
     assert httpx.post(f"{jwt_served.base}/mcp", content=big).status_code == 413  # before authentication
 
 

@@ -1,4 +1,5 @@
-"""Stdin and stdout as event-loop pipes (:mod:`gateway.stdio_pipes`), exercised in a real child process."""
+"""Stdin and stdout as async line streams (:mod:`gateway.stdio_pipes`): event-loop pipes, or worker-thread files
+for regular files, exercised in a real child process."""
 
 from __future__ import annotations
 
@@ -13,16 +14,12 @@ _CHILD = textwrap.dedent(
     from gateway.stdio_pipes import stdio_pipes
 
     async def main():
-        async with stdio_pipes() as pipes:
-            if pipes is None:
-                print("no pipes", file=sys.stderr)
-            else:
-                lines, writer = pipes
-                print("stray print")  # must not reach the wire
-                os.write(1, b"stray write\\n")
-                async for line in lines:
-                    await writer.write(f"echo {len(line)} {line[:5]}\\n")
-                    await writer.flush()
+        async with stdio_pipes() as (lines, writer):
+            print("stray print")  # must not reach the wire
+            os.write(1, b"stray write\\n")
+            async for line in lines:
+                await writer.write(f"echo {len(line)} {line[:5]}\\n")
+                await writer.flush()
         print("after", os.get_blocking(0), os.get_blocking(1), flush=True)  # the descriptors are back, blocking
 
     asyncio.run(main())
@@ -47,12 +44,13 @@ def test_lines_in_and_out_while_stray_output_goes_to_stderr() -> None:
     assert "stray print" in done.stderr.decode() and "stray write" in done.stderr.decode()
 
 
-def test_a_regular_file_on_stdout_leaves_the_sdks_own_streams(tmp_path: Path) -> None:
-    out = tmp_path / "out.txt"
-    with out.open("wb") as stdout:
+def test_regular_files_are_read_and_written_through_a_thread(tmp_path: Path) -> None:
+    requests, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    requests.write_text("hello\nworld\n")
+    with requests.open("rb") as stdin, out.open("wb") as stdout:
         done = subprocess.run(
-            [sys.executable, "-c", _CHILD], input=b"hello\n", stdout=stdout, stderr=subprocess.PIPE, timeout=60
+            [sys.executable, "-c", _CHILD], stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=60
         )
-    assert done.returncode == 0
-    assert "no pipes" in done.stderr.decode()
-    assert out.read_text() == "after True True\n"
+    assert done.returncode == 0, done.stderr.decode()
+    assert out.read_text() == "echo 6 hello\necho 6 world\nafter True True\n"
+    assert "stray print" in done.stderr.decode() and "stray write" in done.stderr.decode()

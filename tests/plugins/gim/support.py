@@ -49,12 +49,16 @@ def served_deployment(
     data_dir: Path, *, name: str, search_limit: int, gim: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """:func:`gim_config` as the benchmarks serve it: data in ``data_dir``, the SQLite rate limiter, and the
-    ``rate_limit`` interceptor with a daily quota of ``search_limit`` searches and fix-bundle fetches."""
+    ``rate_limit`` interceptor with daily quotas of ``search_limit`` searches and as many fix-bundle fetches (each
+    its own count, as in ``config.toml``)."""
     config = gim_config(gim=gim, gateway={"name": name, "data_dir": data_dir.as_posix(), "log_level": "warning"})
     config["providers"]["rate_limiter"] = "sqlite"
     config["pipeline"] = {"interceptors": [{"name": "rate_limit", "on_error": "fail_closed"}]}
-    rule = {"name": "gim-daily-search", "tools": ["gim_search_issues", "gim_get_fix_bundle"], "kind": "daily"}
-    config["plugins"]["interceptor"] = {"rate_limit": {"rules": [rule | {"limit": search_limit}]}}
+    rules = [
+        {"name": f"gim-daily-{kind}", "pack": "gim", "tools": [tool], "kind": "daily", "limit": search_limit}
+        for kind, tool in (("search", "gim_search_issues"), ("fix-bundle", "gim_get_fix_bundle"))
+    ]
+    config["plugins"]["interceptor"] = {"rate_limit": {"rules": rules}}
     return config
 
 

@@ -3,6 +3,8 @@ search, pagination, confidence updates with one vote per identity, and fixes ris
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,9 @@ async def test_new_master_then_merge_and_children_found_by_search(gim: Any) -> N
     assert dup["merged"] is True and dup["master_issue_id"] == first["master_issue_id"]
     assert dup["issue_id"] != first["issue_id"]
     assert dup["contribution_type"] == "environment"
+    # the spec's one success status (its own example is a merged submission); the answer names the master
+    assert dup["status"] == "created"
+    assert dup["message"] == f"Issue submitted successfully and merged with existing master issue {first['issue_id']}"
 
     # the child's own wording finds the master; a child id resolves to its master
     found = await call(gim, "gim_search_issues", {"error_message": NUMPY_WINDOWS})
@@ -150,6 +155,49 @@ async def test_confidence_is_bayesian_with_one_vote_per_identity(gim: Any) -> No
     assert bundle["confidence_score"] == 0.6 and bundle["verification_count"] == 1
     found = await call(gim, "gim_search_issues", {"error_message": NUMPY_ERROR})
     assert found["issues"][0]["last_confirmed_at"] is not None
+
+
+async def _read_json(client: Any, uri: str) -> dict[str, Any]:
+    return json.loads((await client.read_resource(uri)).contents[0].text)
+
+
+async def test_verification_count_and_usage_statistics_tell_one_story(gim: Any) -> None:
+    """Alice confirms twice, Bob once: three successful reports by two identities. verification_count (votes,
+    one per identity) is 2 on every surface; the statistics count the 3 reports as total_resolved and carry the
+    2 votes beside them. When Alice changes her vote, her vote moves to failure_count; her reports stay."""
+    created = await call(gim, "gim_submit_issue", numpy_submission())
+    issue_id = created["master_issue_id"]
+    for who in ("alice", "bob", "alice"):
+        confirmed = await _confirm(gim.runtime, who, issue_id, True)
+    assert confirmed["updated_verification_count"] == 2
+
+    async def surfaces() -> tuple[int, int, int, dict[str, Any]]:
+        bundle = await call(gim, "gim_get_fix_bundle", {"issue_id": issue_id})
+        found = await call(gim, "gim_search_issues", {"error_message": NUMPY_ERROR})
+        stats = await _read_json(gim, f"gim://issues/{issue_id}/stats")
+        pack_stats = (await gim.runtime.packs["gim"].issue_stats(issue_id)).model_dump(mode="json")  # the CLI's
+        assert pack_stats == stats
+        return (
+            bundle["verification_count"],
+            found["issues"][0]["verification_count"],
+            stats["verification_count"],
+            stats,
+        )
+
+    bundle_count, search_count, stats_count, stats = await surfaces()
+    assert bundle_count == search_count == stats_count == 2 and stats["failure_count"] == 0
+    assert stats["total_resolved"] == 3 and stats["total_fix_applied"] == 3 and stats["resolution_rate"] == 1.0
+    found = await call(gim, "gim_search_issues", {"error_message": NUMPY_ERROR})
+    last_confirmed = datetime.fromisoformat(found["issues"][0]["last_confirmed_at"])
+    assert datetime.fromisoformat(stats["last_resolved_at"]) == last_confirmed  # the same instant
+
+    changed = await _confirm(gim.runtime, "alice", issue_id, False)
+    assert changed["updated_verification_count"] == 1
+    bundle_count, search_count, stats_count, stats = await surfaces()
+    assert bundle_count == search_count == stats_count == 1 and stats["failure_count"] == 1
+    assert stats["total_resolved"] == 3 and stats["total_fix_applied"] == 4  # every report stays counted
+    # confidence follows the votes alone: Beta(2, 1) + 1 success + 1 failure
+    assert changed["updated_confidence"] == round((2 + 1) / (3 + 1 + 1), 4)
 
 
 async def test_confirmations_make_good_fixes_rise(gim: Any) -> None:

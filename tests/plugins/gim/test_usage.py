@@ -72,6 +72,7 @@ async def test_stats_resources(gim: Any) -> None:
     assert per_issue["total_queries"] == 2  # the unrelated search found nothing
     assert per_issue["total_fix_retrieved"] == 1
     assert per_issue["total_fix_applied"] == 2 and per_issue["total_resolved"] == 1
+    assert per_issue["verification_count"] == 1 and per_issue["failure_count"] == 0  # the votes beside the events
     assert per_issue["resolution_rate"] == 0.5
     assert per_issue["last_queried_at"] is not None and per_issue["last_resolved_at"] is not None
 
@@ -96,5 +97,6 @@ def test_cli_gim_stats(tmp_path: Path, data_dir: Path) -> None:
     one = runner.invoke(cli, ["--config", str(config), "gim", "stats", "--issue", issue])
     assert one.exit_code == 0, one.output
     assert json.loads(one.stdout)["total_resolved"] == 1
+    assert json.loads(one.stdout)["verification_count"] == 1
     unknown = runner.invoke(cli, ["--config", str(config), "gim", "stats", "--issue", str(uuid.uuid4())])
     assert unknown.exit_code != 0 and "not_found" in unknown.output

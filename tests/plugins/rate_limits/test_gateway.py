@@ -9,8 +9,10 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import BaseModel
+from structlog.testing import capture_logs
 
 from gateway.api import CallContext, ConfigError, GatewayError, Principal, Tool, ToolPack, hookimpl
+from gateway.app import DEFAULT_CONFIG
 from gateway.testing import http_gateway, running_gateway
 
 pytestmark = pytest.mark.anyio
@@ -130,3 +132,16 @@ def test_rest_callers_see_rate_limit_headers_and_a_429(tmp_path: Path, monkeypat
             assert refused.headers["X-RateLimit-Remaining"] == "0"
             assert int(refused.headers["Retry-After"]) >= 1
             assert "X-RateLimit-Limit" not in http.post("/api/v1/tools/demo_submit", json={"q": "x"}).headers
+
+
+async def test_the_shipped_config_serves_a_deployment_without_gim(tmp_path: Path) -> None:
+    """``config.toml`` with another pack enabled: GIM's quota rules are skipped with a warning, not an error."""
+    shipped = DEFAULT_CONFIG.read_text()
+    assert 'enabled = ["gim"]' in shipped
+    text = shipped.replace('enabled = ["gim"]', 'enabled = ["thinking"]')
+    with capture_logs() as logs:
+        async with running_gateway(text, tmp_path / "data") as client:
+            assert {tool.name for tool in (await client.list_tools()).tools} == {"sequentialthinking"}
+            assert client.runtime.loaded.config.pipeline.interceptors[0].name == "rate_limit"
+    skipped = {e["rule"]: e["tools"] for e in logs if e["event"] == "rate-limit rule skipped: its pack is not enabled"}
+    assert skipped == {"gim-daily-search": ["gim_search_issues"], "gim-daily-fix-bundle": ["gim_get_fix_bundle"]}

@@ -9,17 +9,18 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
+from structlog.testing import capture_logs
 
 from gateway.api import (
     CallContext,
     ConfigError,
     InterceptorContext,
     Principal,
-    RateDecision,
     RateLimitExceeded,
     Tool,
     ToolCall,
 )
+from gateway.app import DEFAULT_CONFIG
 from gateway_plugins.rate_limits.interceptor import (
     RateLimitConfig,
     RateLimitInterceptor,
@@ -30,13 +31,6 @@ from gateway_plugins.rate_limits.memory import MemoryRateLimiter
 
 pytestmark = pytest.mark.anyio
 
-GIM_TOML = """
-[[plugins.interceptor.rate_limit.rules]]
-name = "gim-daily-search"
-tools = ["gim_search_issues", "gim_get_fix_bundle"]
-kind = "daily"
-limit = { env = "DEFAULT_DAILY_SEARCH_LIMIT", default = 100 }
-"""
 NOON = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
 
@@ -59,7 +53,8 @@ TOOLS = {
 
 
 def _gim_config() -> RateLimitConfig:
-    table = tomllib.loads(GIM_TOML)["plugins"]["interceptor"]["rate_limit"]
+    """The rate-limit table of the shipped ``config.toml`` (GIM's quotas)."""
+    table = tomllib.loads(DEFAULT_CONFIG.read_text())["plugins"]["interceptor"]["rate_limit"]
     return RateLimitConfig.model_validate(table)
 
 
@@ -103,12 +98,19 @@ class Setup:
 # -- configuration ----------------------------------------------------------------------------------------------
 
 
-def test_the_gim_limit_comes_from_the_environment_or_its_default(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_gim_limits_come_from_the_environment_or_their_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DEFAULT_DAILY_SEARCH_LIMIT", raising=False)
-    assert _gim_config().rules[0].limit == 100
-    monkeypatch.setenv("DEFAULT_DAILY_SEARCH_LIMIT", " 7 ")
-    rule = _gim_config().rules[0].rule()
-    assert (rule.name, rule.kind, rule.limit) == ("gim-daily-search", "daily", 7)
+    rules = [rule.rule() for rule in _gim_config().rules]
+    assert [(rule.name, rule.kind, rule.limit) for rule in rules] == [
+        ("gim-daily-search", "daily", 100),
+        ("gim-daily-fix-bundle", "daily", 100),
+    ]
+    assert [(rule.pack, rule.tools) for rule in _gim_config().rules] == [
+        ("gim", ["gim_search_issues"]),
+        ("gim", ["gim_get_fix_bundle"]),
+    ]
+    monkeypatch.setenv("DEFAULT_DAILY_SEARCH_LIMIT", " 7 ")  # the one knob sets both
+    assert [rule.limit for rule in _gim_config().rules] == [7, 7]
     monkeypatch.setenv("DEFAULT_DAILY_SEARCH_LIMIT", "lots")
     with pytest.raises(ValidationError, match="DEFAULT_DAILY_SEARCH_LIMIT='lots' is not an integer"):
         _gim_config()
@@ -137,21 +139,25 @@ def test_invalid_configs_are_refused_with_a_reason(table: dict[str, Any], messag
         RateLimitConfig.model_validate(table)
 
 
-def _context(config: RateLimitConfig, lookups: list[tuple[str, str | None]]) -> InterceptorContext:
+def _context(
+    config: RateLimitConfig, lookups: list[tuple[str, str | None]], packs: dict[str, bool] | None = None
+) -> InterceptorContext:
     limiter = MemoryRateLimiter()
 
     def provider(kind: str, name: str | None = None) -> Any:
         lookups.append((kind, name))
         return limiter
 
-    return InterceptorContext("rate_limit", config, Path("/nonexistent"), provider, TOOLS)
+    installed = {"gim": True} if packs is None else packs
+    return InterceptorContext("rate_limit", config, Path("/nonexistent"), provider, TOOLS, installed)
 
 
 def test_the_factory_uses_the_configured_rate_limiter() -> None:
     lookups: list[tuple[str, str | None]] = []
     interceptor = create_rate_limit_interceptor(_context(_gim_config(), lookups))
     assert lookups == [("rate_limiter", None)]
-    assert [rule.name for rule in interceptor.rules_for("gim_get_fix_bundle")] == ["gim-daily-search"]
+    assert [rule.name for rule in interceptor.rules_for("gim_search_issues")] == ["gim-daily-search"]
+    assert [rule.name for rule in interceptor.rules_for("gim_get_fix_bundle")] == ["gim-daily-fix-bundle"]
     assert interceptor.rules_for("gim_submit_issue") == []
     named = RateLimitConfig.model_validate({"limiter": "postgres"})
     create_rate_limit_interceptor(_context(named, lookups))
@@ -159,40 +165,89 @@ def test_the_factory_uses_the_configured_rate_limiter() -> None:
 
 
 def test_a_rule_naming_an_unknown_tool_stops_the_start() -> None:
-    config = RateLimitConfig.model_validate(
-        {"rules": [{"name": "typo", "tools": ["gim_search_issues", "gim_serch_issues"], "limit": 5}]}
-    )
+    rule = {"name": "typo", "tools": ["gim_search_issues", "gim_serch_issues"], "limit": 5}
+    config = RateLimitConfig.model_validate({"rules": [rule]})
     with pytest.raises(ConfigError, match=r"rules\[0\] \(typo\): unknown tool\(s\) gim_serch_issues; served tools"):
         create_rate_limit_interceptor(_context(config, []))
+    with_pack = RateLimitConfig.model_validate({"rules": [rule | {"pack": "gim"}]})
+    with pytest.raises(ConfigError, match="unknown tool"):  # naming the pack does not excuse a typo
+        create_rate_limit_interceptor(_context(with_pack, []))
+
+
+def test_the_rules_of_a_pack_that_is_not_enabled_are_skipped_with_a_warning() -> None:
+    lookups: list[tuple[str, str | None]] = []
+    with capture_logs() as logs:
+        interceptor = create_rate_limit_interceptor(_context(_gim_config(), lookups, {"gim": False, "thinking": True}))
+    assert interceptor.rules_for("gim_search_issues") == [] and interceptor.rules_for("gim_get_fix_bundle") == []
+    skipped = [(e["rule"], e["pack"], e["tools"]) for e in logs if e["event"].startswith("rate-limit rule skipped")]
+    assert skipped == [
+        ("gim-daily-search", "gim", ["gim_search_issues"]),
+        ("gim-daily-fix-bundle", "gim", ["gim_get_fix_bundle"]),
+    ]
+    assert all(e["log_level"] == "warning" for e in logs if e["event"].startswith("rate-limit rule skipped"))
+
+
+@pytest.mark.parametrize(
+    ("rule", "packs", "message"),
+    [
+        (
+            {"name": "r", "pack": "gimm", "tools": ["gim_search_issues"]},
+            {"gim": True},
+            r"rules\[0\] \(r\): 'pack': no tool pack 'gimm' is installed \(installed: gim\)",
+        ),
+        (
+            {"name": "r", "pack": "thinking", "tools": ["gim_search_issues"]},
+            {"gim": True, "thinking": True},
+            r"rules\[0\] \(r\): tool\(s\) of another pack than 'thinking': gim_search_issues \(pack 'gim'\)",
+        ),
+        (
+            {"name": "r", "tools": ["thinking_tool"]},
+            {"gim": True, "thinking": False},
+            r"unknown tool\(s\) thinking_tool; .*pack that is not enabled \(thinking\), name it in the rule",
+        ),
+    ],
+)
+def test_a_rule_naming_a_pack_or_tool_that_does_not_exist_stops_the_start(
+    rule: dict[str, Any], packs: dict[str, bool], message: str
+) -> None:
+    config = RateLimitConfig.model_validate({"rules": [rule | {"limit": 5}]})
+    with pytest.raises(ConfigError, match=message):
+        create_rate_limit_interceptor(_context(config, [], packs))
 
 
 # -- decisions --------------------------------------------------------------------------------------------------
 
 
-async def test_search_and_fix_bundle_share_one_daily_quota_per_identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DEFAULT_DAILY_SEARCH_LIMIT", "3")
+async def test_search_and_fix_bundle_each_have_their_own_100_a_day(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEFAULT_DAILY_SEARCH_LIMIT", raising=False)
     setup = Setup(_gim_config())
-    for tool in ("gim_search_issues", "gim_get_fix_bundle", "gim_search_issues"):
-        call = _call(tool)
+    for n in range(100):
+        call = _call("gim_search_issues")
         await setup(call)
-        decision = call.context.state["rate_limit"]
-        assert isinstance(decision, RateDecision) and decision.allowed
-    assert decision.remaining == 0 and call.context.state["rate_limit_rule"] == "gim-daily-search"
-
-    refused = _call("gim_get_fix_bundle")
+        assert call.context.state["rate_limit"].remaining == 99 - n
+    refused = _call("gim_search_issues")
     with pytest.raises(RateLimitExceeded) as caught:
         await setup(refused)
-    assert setup.downstream.calls == ["gim_search_issues", "gim_get_fix_bundle", "gim_search_issues"]
     assert caught.value.code == "rate_limit_exceeded" and caught.value.http_status == 429
     assert caught.value.details == {
-        "limit": 3,
+        "limit": 100,
         "remaining": 0,
         "reset_at": "2025-06-02T00:00:00Z",
         "retry_after": 12 * 3600,
         "rule": "gim-daily-search",
     }
-    assert "gim_get_fix_bundle" in caught.value.message
-    assert refused.context.state["rate_limit"].allowed is False
+    assert "gim_search_issues" in caught.value.message and refused.context.state["rate_limit"].allowed is False
+
+    for n in range(100):  # the fix bundles have a count of their own, untouched by the searches
+        call = _call("gim_get_fix_bundle")
+        await setup(call)
+        assert call.context.state["rate_limit_rule"] == "gim-daily-fix-bundle"
+        assert call.context.state["rate_limit"].remaining == 99 - n
+    with pytest.raises(RateLimitExceeded) as caught:
+        await setup(_call("gim_get_fix_bundle"))
+    assert caught.value.details["rule"] == "gim-daily-fix-bundle" and caught.value.details["limit"] == 100
+    assert setup.downstream.calls.count("gim_search_issues") == 100
+    assert setup.downstream.calls.count("gim_get_fix_bundle") == 100
 
     await setup(_call("gim_search_issues", subject="bob"))  # another identity
     await setup(_call("gim_search_issues", subject="alice", tenant="acme"))  # another tenant
@@ -201,10 +256,33 @@ async def test_search_and_fix_bundle_share_one_daily_quota_per_identity(monkeypa
         await setup(unlimited)
         assert "rate_limit" not in unlimited.context.state
 
-    setup.clock.now = datetime(2025, 6, 2, tzinfo=UTC)  # midnight UTC: a new day
-    fresh = _call("gim_search_issues")
-    await setup(fresh)
-    assert fresh.context.state["rate_limit"].remaining == 2
+    setup.clock.now = datetime(2025, 6, 2, tzinfo=UTC)  # midnight UTC: a new day for both counts
+    for tool in ("gim_search_issues", "gim_get_fix_bundle"):
+        fresh = _call(tool)
+        await setup(fresh)
+        assert fresh.context.state["rate_limit"].remaining == 99
+
+
+async def test_the_environment_knob_sets_both_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEFAULT_DAILY_SEARCH_LIMIT", "3")
+    setup = Setup(_gim_config())
+    for tool in ("gim_search_issues", "gim_get_fix_bundle"):
+        for _ in range(3):
+            await setup(_call(tool))
+        with pytest.raises(RateLimitExceeded) as caught:
+            await setup(_call(tool))
+        assert caught.value.details["limit"] == 3
+
+
+async def test_the_tools_of_one_rule_share_its_count() -> None:
+    config = RateLimitConfig.model_validate(
+        {"rules": [{"name": "shared", "tools": ["gim_search_issues", "gim_get_fix_bundle"], "limit": 3}]}
+    )
+    setup = Setup(config)
+    for tool in ("gim_search_issues", "gim_get_fix_bundle", "gim_search_issues"):
+        await setup(_call(tool))
+    with pytest.raises(RateLimitExceeded):
+        await setup(_call("gim_get_fix_bundle"))
 
 
 async def test_several_rules_all_apply_and_a_refusal_consumes_none_of_them() -> None:

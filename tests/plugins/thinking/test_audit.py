@@ -184,7 +184,9 @@ async def test_nothing_to_review(repo: GitRepo, tmp_path: Path) -> None:
     repo.commit()
     body = await audit(repo.root, tmp_path / "data", 'Settings:\n```gan-config\n{"threshold": 95}\n```')
     gan = body["gan"]
-    assert gan["overall"] is None and gan["verdict"] == "pass" and gan["iterations"] == 0
+    # a number, as the spec types it; the outcome says there was nothing to review
+    assert gan["overall"] == 100 and gan["outcome"] == "nothing_to_review"
+    assert gan["verdict"] == "pass" and gan["iterations"] == 0 and gan["judge_cards"] == []
     assert gan["review"]["summary"].startswith("Nothing to review") and body["nextThoughtNeeded"] is False
 
 
@@ -298,12 +300,32 @@ async def test_failing_and_missing_judges_are_left_out(repo: GitRepo, tmp_path: 
         repo.root, tmp_path / "data", f"```gan-config\n{config}\n```",
         extra_plugins=[("spy", SpyJudges([]))], allowed_judges=["internal", "broken", "gemini"],
     )  # fmt: skip
-    cards = {card["model"]: card for card in body["gan"]["judge_cards"]}
-    assert list(cards) == ["internal", "broken", "gemini"]
-    assert cards["broken"]["score"] is None and "RuntimeError: judge bug" in cards["broken"]["notes"]
-    assert cards["gemini"]["score"] is None and cards["gemini"]["notes"].startswith("unavailable: no API key")
-    assert body["gan"]["overall"] == cards["internal"]["score"]
+    gan = body["gan"]
+    cards = {card["model"]: card for card in gan["judge_cards"]}
+    assert list(cards) == ["internal"] and isinstance(cards["internal"]["score"], int)  # cards carry numbers
+    left_out = {entry["model"]: entry["reason"] for entry in gan["abstained"]}
+    assert list(left_out) == ["broken", "gemini"]
+    assert "RuntimeError: judge bug" in left_out["broken"] and left_out["gemini"].startswith("unavailable: no API key")
+    assert gan["overall"] == cards["internal"]["score"] and gan["outcome"] == "reviewed"
     assert "notes" not in cards["internal"] or cards["internal"]["notes"]
+
+
+async def test_no_judge_could_score(repo: GitRepo, tmp_path: Path, monkeypatch) -> None:
+    """Code to review, but every judge abstains: overall is still a number (0: nothing earned approval), the
+    verdict revise, the outcome unscored, and the reasons are in abstained."""
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    repo.write("m.py", "x = 1\n")
+    repo.commit()
+    repo.write("m.py", "x = 2\n")
+    body = await audit(
+        repo.root, tmp_path / "data", '```gan-config\n{"judges": ["broken", "gemini"]}\n```',
+        extra_plugins=[("spy", SpyJudges([]))], allowed_judges=["internal", "broken", "gemini"],
+    )  # fmt: skip
+    gan = body["gan"]
+    assert gan["overall"] == 0 and gan["outcome"] == "unscored" and gan["verdict"] == "revise"
+    assert gan["judge_cards"] == [] and gan["dimensions"] == []
+    assert [entry["model"] for entry in gan["abstained"]] == ["broken", "gemini"]
+    assert body["nextThoughtNeeded"] is True and "No judge could score" in gan["review"]["summary"]
 
 
 def gemini_config(fake: FakeGemini) -> dict[str, Any]:
@@ -333,9 +355,8 @@ async def test_gemini_and_internal_combine(repo: GitRepo, tmp_path: Path, fake_g
     prompt = fake_gemini.requests_for("generateContent")[0].json["contents"][-1]["parts"][0]["text"]
     assert "+import sys" in prompt and "    9|     except:" in prompt  # the workspace diff and the numbered file
     failed_cards = {card["model"]: card for card in failed["gan"]["judge_cards"]}
-    assert failed_cards["gemini/gemini-2.5-flash"] == {
-        "model": "gemini/gemini-2.5-flash", "score": None, "notes": "API error 500 INTERNAL"
-    }  # fmt: skip
+    assert list(failed_cards) == ["internal"]
+    assert failed["gan"]["abstained"] == [{"model": "gemini/gemini-2.5-flash", "reason": "API error 500 INTERNAL"}]
     assert failed["gan"]["overall"] == failed_cards["internal"]["score"]
 
 

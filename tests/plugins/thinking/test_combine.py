@@ -42,11 +42,8 @@ def test_scores_and_dimensions_average_over_the_judges_that_scored() -> None:
     )  # fmt: skip
     assert combined.overall == 80 and combined.verdict == "revise"
     assert [(d.name, d.score) for d in combined.dimensions] == [("correctness", 80), ("style", 80), ("vibes", 10)]
-    assert [(c.model, c.score, c.notes) for c in combined.cards] == [
-        ("a", 90, None),
-        ("b", 71, None),
-        ("c", None, "down"),
-    ]
+    assert [(c.model, c.score, c.notes) for c in combined.cards] == [("a", 90, None), ("b", 71, None)]
+    assert [(a.model, a.reason) for a in combined.abstained] == [("c", "down")]
     assert "c: left out (down)" in combined.review.summary
 
 
@@ -73,4 +70,5 @@ def test_comments_are_deduplicated_capped_by_severity_and_cited() -> None:
 def test_nobody_scored() -> None:
     combined = combine([result("a", None, {})], FILES, threshold=85, reject_margin=30, max_comments=5)
     assert combined.overall is None and combined.verdict == "revise" and combined.dimensions == []
+    assert combined.cards == [] and [a.model for a in combined.abstained] == ["a"]
     assert combined.review.summary.startswith("No judge could score this code")

@@ -12,6 +12,7 @@ from gateway.api import VECTOR_STORE, ProviderContext, VectorPoint, VectorStore
 from gateway.app import running_runtime
 from gateway.plugin_manager import create_plugin_manager
 from gateway_plugins.vector_stores.edge import QdrantEdgeConfig, QdrantEdgeStore
+from gateway_plugins.vector_stores.edge_shared import SharedEdgeStore
 from gateway_plugins.vector_stores.qdrant import QdrantStore
 from gateway_plugins.vector_stores.qdrant_config import QdrantConfig
 
@@ -35,7 +36,7 @@ def test_the_factories_build_stores_from_their_tables(fast_tmp_path: Path) -> No
 
     edge = build("qdrant-edge", {"hnsw_m": 8, "optimize_threshold_kb": 0})
     server = build("qdrant", {"location": ":memory:"})
-    assert isinstance(edge, QdrantEdgeStore) and edge.config.hnsw_m == 8
+    assert isinstance(edge, SharedEdgeStore) and edge.config.hnsw_m == 8 and edge.is_owner
     assert isinstance(server, QdrantStore)
     for store in (edge, server):
         assert isinstance(store, VectorStore)
@@ -47,7 +48,7 @@ async def test_the_default_gateway_builds_qdrant_edge_in_its_data_dir_and_closes
     config = {"gateway": {"data_dir": str(fast_tmp_path)}}
     async with running_runtime(config, configure_logs=False) as runtime:
         store = runtime.providers.get(VECTOR_STORE)
-        assert isinstance(store, QdrantEdgeStore)
+        assert isinstance(store, SharedEdgeStore) and store.is_owner
         assert store.directory == fast_tmp_path / "providers" / "vector_store" / "qdrant-edge"
         await store.ensure_collection("c", dimension=2)
         await store.upsert("c", [VectorPoint("1b4e28ba-2fa1-11d2-883f-0016d3cca427", [0.6, 0.8])])

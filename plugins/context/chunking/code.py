@@ -1,0 +1,152 @@
+"""Code chunking with tree-sitter: one chunk per function, method and class, named as the language writes it.
+
+The walk is the same for every language; what differs (which nodes define something, how a name is qualified,
+where a container's members live) is a :class:`Definitions` strategy per language in :mod:`.definitions`. A class
+chunk holds the class's own lines (header, docstring, attributes) without its methods, which get chunks of their
+own; top-level code between definitions becomes ``module`` chunks of at most :data:`MODULE_WINDOW` lines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gateway_plugins.context.chunking.definitions import Definition, definitions_for
+from gateway_plugins.context.chunking.languages import parser_for
+from gateway_plugins.context.chunking.model import Chunk, ChunkedFile
+
+__all__ = ["MODULE_WINDOW", "chunk_code"]
+
+MODULE_WINDOW = 60
+"""Most lines of one ``module`` chunk (top-level code between definitions)."""
+
+_STRING_TYPES = frozenset(
+    {"string", "template_string", "interpreted_string_literal", "raw_string_literal", "string_literal"}
+)
+_COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
+
+_IMPORTS = {
+    "python": (
+        re.compile(r"^\s*from\s+([.\w]+)\s+import\s+\(?([\w\s,]+)", re.M),
+        re.compile(r"^\s*import\s+([\w.]+)", re.M),
+    ),
+    "javascript": (
+        re.compile(
+            r"""require\(\s*['"]([^'"]+)['"]\s*\)|\bfrom\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]""", re.M
+        ),
+    ),
+    "go": (re.compile(r'^\s*(?:import\s+)?(?:\w+\s+)?"([\w./-]+)"\s*$', re.M),),
+    "java": (re.compile(r"^\s*import\s+(?:static\s+)?([\w.]+)", re.M),),
+    "rust": (re.compile(r"^\s*(?:pub\s+)?use\s+([\w:]+)", re.M), re.compile(r"^\s*(?:pub\s+)?mod\s+(\w+)\s*;", re.M)),
+}
+
+
+def _imports(language: str, text: str) -> list[str]:
+    key = "javascript" if language in ("typescript", "tsx") else language
+    found: list[str] = []
+    for pattern in _IMPORTS.get(key, ()):
+        for match in pattern.finditer(text):
+            if key == "python" and match.re.pattern.startswith("^\\s*from"):
+                module = match.group(1)
+                found.append(module)
+                for name in match.group(2).replace("\n", " ").split(","):
+                    name = name.strip().split(" ")[0]
+                    if name and name != "*":
+                        found.append(f"{module}.{name}" if not module.endswith(".") else f"{module}{name}")
+            elif key == "rust" and "mod" in match.re.pattern:
+                found.append(f"self::{match.group(1)}")
+            else:
+                found.append(next(g for g in match.groups() if g))
+    return list(dict.fromkeys(found))
+
+
+def _strings(root: Any, source: bytes) -> list[tuple[int, str]]:
+    """(line, text) of every string literal, quotes stripped."""
+    out: list[tuple[int, str]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in _STRING_TYPES:
+            text = source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+            text = text.lstrip("rbuRBUfF").strip("'\"`")
+            if len(text) > 3:
+                out.append((node.start_point[0] + 1, text))
+            continue
+        stack.extend(node.children)
+    return out
+
+
+def _leading_comment_start(node: Any) -> int:
+    """The first line of the comment block right above a definition (its documentation), else its own line."""
+    start = node.start_point[0]
+    sibling = node.prev_sibling
+    while sibling is not None and sibling.type in _COMMENT_TYPES and sibling.end_point[0] >= start - 2:
+        start = sibling.start_point[0]
+        sibling = sibling.prev_sibling
+    return start + 1
+
+
+def chunk_code(language: str, text: str) -> ChunkedFile:
+    """Chunks and imports of a source file in one of the tree-sitter languages."""
+    source = text.encode("utf-8")
+    tree = parser_for(language).parse(source)
+    lines = text.splitlines()
+    n_lines = len(lines)
+    found: list[Definition] = definitions_for(language).collect(tree.root_node, source)
+    ordered = sorted(found, key=lambda d: d.depth)  # outer first: inner definitions take their lines over
+    # Each line belongs to the innermost definition that spans it (-1: module level).
+    owner = [-1] * (n_lines + 2)
+    spans: list[tuple[int, int]] = []
+    for index, definition in enumerate(ordered):
+        start = _leading_comment_start(definition.node) if definition.depth == 0 else definition.node.start_point[0] + 1
+        end = definition.node.end_point[0] + 1
+        spans.append((start, end))
+        for line in range(start, end + 1):
+            owner[line] = index
+    strings: dict[int, list[str]] = {}
+    for line, literal in _strings(tree.root_node, source):
+        strings.setdefault(owner[line] if line < len(owner) else -1, []).append(literal)
+
+    chunks: list[Chunk] = []
+    for index, definition in enumerate(ordered):
+        start, end = spans[index]
+        if definition.leaf:
+            body = lines[start - 1 : end]
+        else:  # a container: its own lines only (members have chunks of their own)
+            body = [lines[i - 1] for i in range(start, end + 1) if owner[i] == index]
+        chunks.append(
+            Chunk(
+                kind=definition.kind,
+                symbol=definition.symbol,
+                start_line=start,
+                end_line=end,
+                content="\n".join(body),
+                language=language,
+                strings=tuple(strings.get(index, ())),
+            )
+        )
+    chunks.extend(_module_chunks(lines, owner, language, strings.get(-1, [])))
+    chunks.sort(key=lambda c: (c.start_line, -c.end_line))
+    return ChunkedFile(chunks=chunks, imports=_imports(language, text))
+
+
+def _module_chunks(lines: list[str], owner: list[int], language: str, literals: list[str]) -> list[Chunk]:
+    """Top-level code between definitions, in runs of at most :data:`MODULE_WINDOW` lines."""
+    runs: list[list[int]] = []
+    for number in range(1, len(lines) + 1):
+        if owner[number] != -1:
+            continue
+        if runs and runs[-1][-1] == number - 1 and len(runs[-1]) < MODULE_WINDOW:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    chunks = []
+    for run in runs:
+        kept = [n for n in run if lines[n - 1].strip()]
+        if not kept:
+            continue
+        start, end = kept[0], kept[-1]
+        content = "\n".join(lines[start - 1 : end])
+        own = tuple(s for s in literals if s in content)
+        chunks.append(Chunk("module", None, start, end, content, language, own))
+    return chunks

@@ -1,0 +1,173 @@
+"""Connector records (persisted per tenant) and their live instances, built through the host's provider door.
+
+A connector row keeps ``type``, ``name`` and the type's options; the instance is built with
+``PackContext.instantiate("connector", type, options)``, so any installed connector plugin works the same way as
+the built-in ``file``. Ids are ``<type>-<slugged name>`` (a number is appended when taken), unique across tenants;
+every lookup checks the caller's tenant, so one tenant never sees or touches another's connectors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from gateway.api import CONNECTOR, Connector, NotFound, PackContext, RelationalStore, ValidationFailed
+from gateway_plugins.context.repository import Repository
+
+__all__ = ["ConnectorRegistry", "split_config"]
+
+_RESERVED = ("type", "name")
+
+
+def split_config(config: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """(type, name, the type's options) of a ``connector_config``; a missing field is a validation error."""
+    errors = []
+    kind, name = config.get("type"), config.get("name")
+    if not isinstance(kind, str) or not kind:
+        errors.append({"field": "connector_config.type", "message": "required: a connector type such as 'file'"})
+    if not isinstance(name, str) or not name.strip():
+        errors.append({"field": "connector_config.name", "message": "required: a name for the connector"})
+    if errors:
+        raise ValidationFailed("; ".join(f"{e['field']}: {e['message']}" for e in errors), details={"errors": errors})
+    options = {k: v for k, v in config.items() if k not in _RESERVED}
+    return str(kind), str(name).strip(), options
+
+
+def _prefixed(error: ValidationFailed) -> ValidationFailed:
+    """The instantiation error with fields named from the tool's point of view (``connector_config.root``)."""
+    errors = [dict(e, field=f"connector_config.{e['field']}") for e in error.details.get("errors", [])]
+    summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors) or error.message
+    return ValidationFailed(f"invalid connector_config: {summary}", details={"errors": errors})
+
+
+class ConnectorRegistry:
+    def __init__(self, context: PackContext, store: RelationalStore, repo: Repository) -> None:
+        self.context = context
+        self.store = store
+        self.repo = repo
+        self._instances: dict[str, tuple[str, Connector]] = {}
+
+    def build(self, kind: str, options: Mapping[str, Any]) -> Connector:
+        """A connector instance (validated options); bad options name the field."""
+        try:
+            return self.context.instantiate(CONNECTOR, kind, options)
+        except ValidationFailed as exc:
+            raise _prefixed(exc) from None
+        except NotFound as exc:
+            raise ValidationFailed(
+                f"connector_config.type: {exc.message}",
+                details={"errors": [{"field": "connector_config.type", "message": exc.message}]},
+            ) from None
+
+    async def instance(self, row: Mapping[str, Any]) -> Connector:
+        """The live instance of a stored connector (rebuilt when its config changed)."""
+        key = repr(sorted(row["config"].items()))
+        cached = self._instances.get(row["id"])
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        if cached is not None:
+            await cached[1].aclose()
+        connector = self.build(row["type"], row["config"])
+        self._instances[row["id"]] = (key, connector)
+        return connector
+
+    async def get(self, tenant: str, connector_id: str) -> dict[str, Any]:
+        row = await self.repo.get_connector(self.store, connector_id)
+        if row is None or row["tenant"] != tenant:
+            raise NotFound(
+                f"no connector {connector_id!r}",
+                details={"field": "connector_id", "connector_id": connector_id},
+            )
+        return row
+
+    async def new_id(self, kind: str, name: str) -> str:
+        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "source"
+        base = f"{kind}-{slug}"
+        candidate, number = base, 1
+        while await self.repo.get_connector(self.store, candidate) is not None:
+            number += 1
+            candidate = f"{base}-{number}"
+        return candidate
+
+    async def add(self, tenant: str, config: Mapping[str, Any], *, origin: str = "tool") -> dict[str, Any]:
+        kind, name, options = split_config(config)
+        connector = self.build(kind, options)  # validates before anything is stored
+        await connector.aclose()
+        if await self.repo.connector_by_name(self.store, tenant, name) is not None:
+            raise ValidationFailed(
+                f"a connector named {name!r} already exists",
+                details={"errors": [{"field": "connector_config.name", "message": "already exists"}]},
+            )
+        now = datetime.now(UTC)
+        row = {
+            "id": await self.new_id(kind, name),
+            "tenant": tenant,
+            "type": kind,
+            "name": name,
+            "config": _jsonable(options),
+            "origin": origin,
+            "status": "configured",
+            "created_at": now,
+            "updated_at": now,
+            "last_sync": None,
+            "last_error": None,
+            "documents": 0,
+            "skipped": {},
+        }
+        await self.repo.insert_connector(self.store, row)
+        return row
+
+    async def update(self, tenant: str, connector_id: str, config: Mapping[str, Any]) -> tuple[dict, bool]:
+        """Apply a new name and/or options; returns (row, whether the indexed content may change)."""
+        row = await self.get(tenant, connector_id)
+        kind = config.get("type", row["type"])
+        if kind != row["type"]:
+            raise ValidationFailed(
+                "a connector's type cannot change; remove it and add a new one",
+                details={"errors": [{"field": "connector_config.type", "message": "cannot change"}]},
+            )
+        name = str(config.get("name", row["name"])).strip()
+        if not name:
+            raise ValidationFailed(
+                "connector_config.name: must not be empty",
+                details={"errors": [{"field": "connector_config.name", "message": "must not be empty"}]},
+            )
+        clash = await self.repo.connector_by_name(self.store, tenant, name)
+        if clash is not None and clash["id"] != connector_id:
+            raise ValidationFailed(
+                f"a connector named {name!r} already exists",
+                details={"errors": [{"field": "connector_config.name", "message": "already exists"}]},
+            )
+        options = {k: v for k, v in config.items() if k not in _RESERVED}
+        merged = {**row["config"], **_jsonable(options)}
+        connector = self.build(kind, merged)
+        await connector.aclose()
+        values = {"name": name, "config": merged, "updated_at": datetime.now(UTC)}
+        await self.repo.update_connector(self.store, connector_id, values)
+        return {**row, **values}, merged != row["config"]
+
+    async def remove(self, tenant: str, connector_id: str) -> list[str]:
+        """Delete the connector and its indexed files; returns the removed chunk ids (for the vector store)."""
+        await self.get(tenant, connector_id)
+        async with self.store.transaction() as tx:
+            files = await tx.fetch_all("SELECT id FROM ctx_files WHERE connector_id = :c", {"c": connector_id})
+            removed = await self.repo.remove_files(tx, [f["id"] for f in files])
+            await tx.execute("DELETE FROM ctx_connectors WHERE id = :id", {"id": connector_id})
+        cached = self._instances.pop(connector_id, None)
+        if cached is not None:
+            await cached[1].aclose()
+        return removed
+
+    async def aclose(self) -> None:
+        for _, connector in self._instances.values():
+            await connector.aclose()
+        self._instances.clear()
+
+
+def _jsonable(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        k: (str(v) if not isinstance(v, str | int | float | bool | list | dict | type(None)) else v)
+        for k, v in options.items()
+    }

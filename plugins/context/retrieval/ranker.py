@@ -1,0 +1,244 @@
+"""Ranking: lexical fields and dense similarity fused, then the structural signals a code engine has.
+
+Every stage can be switched off (:class:`RankingOptions`) so ``bench/context_eval.py --ablation`` can measure what
+each contributes. The stages, in order:
+
+1. **lexical**: BM25 over chunk content (identifier-aware tokens), normalised by the score an average chunk holding
+   every query term once would get.
+2. **names and paths** (structural): BM25 over the chunk's own name (the last part of its qualified symbol) and over
+   its file's stem and directories: a question about "redirects" prefers ``_send_handling_redirects``; one about
+   templates prefers ``templating.py``.
+3. **definitions** (structural): a chunk that *defines* an identifier the question names (``url_for``,
+   ``Blueprint.register``, ``res.sendFile``) is boosted.
+4. **messages**: a pasted error text is matched against the string literals of each candidate: the raise site
+   carries the message.
+5. **priors** (structural): tests, examples and docs are down-weighted unless the question asks about them; code is
+   what a behaviour question is about.
+6. **dense**: cosine similarity from the embedder chain, added with a weight.
+7. **graph**: the active file, and the files it imports or that import it, are boosted.
+8. **work context**: the tickets being worked on (``work_context.open_ticket_ids``, the ticket in ``git_branch``),
+   the documents that mention them and the files their pull requests changed are boosted (the caller finds them:
+   :func:`gateway_plugins.context.links.work_context_boosts`).
+
+Files are ranked by their best chunk, plus a small bonus for a second good chunk (a file that answers in several
+places is more likely the answer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from gateway_plugins.context.retrieval.graph import ImportGraph
+from gateway_plugins.context.retrieval.search_index import KIND_CLASS, KIND_MODULE, SearchIndex
+from gateway_plugins.context.tokens import query_identifiers, tokenize, words
+
+__all__ = ["RankedChunk", "Ranker", "RankingOptions"]
+
+_ASKS_TESTS = re.compile(r"\b(?:tests?|testing|pytest|unittest|spec|fixtures?)\b", re.I)
+_ASKS_DOCS = re.compile(r"\b(?:docs?|documentation|readme|changelog|tutorial|guide)\b", re.I)
+_ASKS_EXAMPLES = re.compile(r"\b(?:examples?|samples?|demo)\b", re.I)
+
+
+def _trigrams(text: str) -> set[tuple[str, ...]]:
+    tokens = [w.lower() for w in words(text)]
+    return {tuple(tokens[i : i + 3]) for i in range(len(tokens) - 2)}
+
+
+@dataclass(frozen=True)
+class RankingOptions:
+    """Weights and switches of the ranking stages (``[plugins.context.ranking]``)."""
+
+    structural: bool = True
+    name_weight: float = 0.6
+    path_weight: float = 0.35
+    definition_boost: float = 1.0
+    messages: bool = True
+    message_boost: float = 1.2
+    test_penalty: float = 0.35
+    asked_penalty: float = 0.8
+    """The penalty of tests/docs/examples when the question mentions them (they may be the answer, or not)."""
+    container_factor: float = 0.85
+    """Class chunks (header and docstring without the methods) and module code rank below the functions that do
+    the work a behaviour question asks about."""
+    module_factor: float = 0.8
+    example_penalty: float = 0.4
+    doc_penalty: float = 0.5
+    dense_weight: float = 0.3
+    graph: bool = True
+    active_file_boost: float = 0.6
+    neighbour_boost: float = 0.25
+    second_chunk_bonus: float = 0.15
+    candidates: int = 400
+    ticket_boost: float = 0.5
+    """Tickets being worked on, and the pull requests and discussions that mention them."""
+    linked_file_boost: float = 0.3
+    """Files changed by the pull requests of the tickets being worked on."""
+
+
+@dataclass(frozen=True)
+class RankedChunk:
+    row: int
+    score: float
+
+
+def _normalised(scores: np.ndarray, field_ideal: float) -> np.ndarray:
+    if field_ideal <= 0:
+        return scores
+    return scores / field_ideal
+
+
+class Ranker:
+    """Ranks the chunks of a :class:`SearchIndex` for a question."""
+
+    def __init__(self, index: SearchIndex, options: RankingOptions | None = None) -> None:
+        self.index = index
+        self.options = options or RankingOptions()
+        self.graph = ImportGraph(index)
+        self._grams: dict[int, list[set[tuple[str, ...]]]] = {}
+        self._prior_cache: dict[tuple[bool, bool, bool], np.ndarray] = {}
+        self._priors_version = -1
+        """Word trigrams of each chunk's string literals (rows never change content: computed once)."""
+
+    def query_terms(self, query: str) -> dict[str, float]:
+        return dict.fromkeys(tokenize(query, drop_stopwords=True), 1.0)
+
+    def lexical(self, query: str) -> np.ndarray:
+        """Stages 1-3 (lexical, names and paths, definitions): a score per row, before dense and the rest. Split
+        out so a search can compute it while the query is being embedded."""
+        index, opts = self.index, self.options
+        n = index.size
+        terms = self.query_terms(query)
+        ideal = sum(index.content.idf(t) for t in terms) or 1.0
+        score = _normalised(index.content.scores(terms, n), ideal)
+        if opts.structural:
+            name_ideal = sum(index.names.idf(t) for t in terms) or 1.0
+            score += opts.name_weight * _normalised(index.names.scores(terms, n), name_ideal)
+            path_ideal = sum(index.paths.idf(t) for t in terms) or 1.0
+            file_scores = _normalised(index.paths.scores(terms, len(index.files)), path_ideal)
+            score += opts.path_weight * file_scores[index.file_of]
+            for identifier in query_identifiers(query):
+                for row in index.rows_with_symbol(identifier):
+                    score[row] += opts.definition_boost
+        return score
+
+    def rank(
+        self,
+        query: str,
+        *,
+        limit: int,
+        allowed: np.ndarray | None = None,
+        active_file: int | None = None,
+        dense: Mapping[int, float] | None = None,
+        lexical: np.ndarray | None = None,
+        boost_files: Mapping[int, float] | None = None,
+    ) -> list[RankedChunk]:
+        """The best ``limit`` chunks. ``allowed`` masks rows (filters, tenancy); ``active_file`` is a file row;
+        ``dense`` maps rows to cosine similarities; ``lexical``: :meth:`lexical` of this query, if already made;
+        ``boost_files``: file rows -> a factor for their chunks (the work context)."""
+        index, opts = self.index, self.options
+        if index.size == 0:
+            return []
+        if allowed is not None and len(allowed) != index.size:  # made before rows were added: new rows stay out
+            allowed = np.pad(allowed, (0, max(0, index.size - len(allowed))))[: index.size]
+        mask = index.alive if allowed is None else (index.alive & allowed)
+        score = self.lexical(query) if lexical is None or len(lexical) != index.size else lexical
+        if dense:
+            rows = np.fromiter(dense.keys(), dtype=np.intp, count=len(dense))
+            sims = np.fromiter(dense.values(), dtype=np.float32, count=len(dense))
+            if len(sims):
+                floor = float(np.median(sims))
+                top = float(sims.max())
+                if top > floor:
+                    score[rows] += opts.dense_weight * np.clip((sims - floor) / (top - floor), 0.0, 1.0)
+        score = np.where(mask, score, 0.0)
+        if opts.messages:
+            self._message_boost(query, score)
+        if opts.structural:
+            self._priors(query, score)
+        if opts.graph and active_file is not None:
+            self._graph_boost(active_file, score)
+        for file_row, factor in (boost_files or {}).items():
+            score[self.index.files[file_row].rows] *= factor
+        return self._top(score, limit)
+
+    def _candidates(self, score: np.ndarray, k: int) -> np.ndarray:
+        k = min(k, len(score))
+        top = np.argpartition(-score, k - 1)[:k] if k < len(score) else np.arange(len(score))
+        return top[score[top] > 0]
+
+    def _message_boost(self, query: str, score: np.ndarray) -> None:
+        """Boost candidates holding a string literal the question quotes (the raise site of a pasted error).
+
+        A quote is a run of words in the same order: word trigrams of the literal found among the question's.
+        Paraphrases share words with help texts but not runs of them, so they are left alone."""
+        query_grams = _trigrams(query)
+        if not query_grams:
+            return
+        for row in self._candidates(score, self.options.candidates):
+            best = 0.0
+            for grams in self._literal_grams(int(row)):
+                matched = len(grams & query_grams)
+                if matched >= 2:
+                    best = max(best, matched / len(grams))
+            if best >= 0.3:
+                score[row] += self.options.message_boost * best
+
+    def _literal_grams(self, row: int) -> list[set[tuple[str, ...]]]:
+        grams = self._grams.get(row)
+        if grams is None:
+            grams = self._grams[row] = [g for g in map(_trigrams, self.index.chunks[row].strings) if g]
+        return grams
+
+    def _priors(self, query: str, score: np.ndarray) -> None:
+        asked = (bool(_ASKS_TESTS.search(query)), bool(_ASKS_EXAMPLES.search(query)), bool(_ASKS_DOCS.search(query)))
+        score *= self._prior_factors(asked)
+
+    def _prior_factors(self, asked: tuple[bool, bool, bool]) -> np.ndarray:
+        """The prior of every row for a question that asks (or not) about tests, examples, docs; kept per index
+        version (eight variants at most)."""
+        if self._priors_version != self.index.version:
+            self._prior_cache = {}
+            self._priors_version = self.index.version
+        cached = self._prior_cache.get(asked)
+        if cached is not None and len(cached) == self.index.size:
+            return cached
+        opts = self.options
+        penalties = (opts.test_penalty, opts.example_penalty, opts.doc_penalty)
+        arrays = self.index.file_arrays()
+        per_file = np.ones(len(arrays["alive"]), dtype=np.float32)
+        for flag, was_asked, penalty in zip(("test", "example", "doc"), asked, penalties, strict=True):
+            per_file[arrays[flag]] *= opts.asked_penalty if was_asked else penalty
+        factors = per_file[self.index.file_of]
+        kinds = self.index.kind_codes
+        factors[kinds == KIND_CLASS] *= opts.container_factor
+        factors[kinds == KIND_MODULE] *= opts.module_factor
+        self._prior_cache[asked] = factors
+        return factors
+
+    def _graph_boost(self, active_file: int, score: np.ndarray) -> None:
+        opts = self.options
+        imports, importers = self.graph.neighbours(active_file)
+        rows = self.index.files[active_file].rows
+        score[rows] *= 1.0 + opts.active_file_boost
+        for neighbour in imports | importers:
+            score[self.index.files[neighbour].rows] *= 1.0 + opts.neighbour_boost
+
+    def _top(self, score: np.ndarray, limit: int) -> list[RankedChunk]:
+        candidates = self._candidates(score, max(limit * 4, 50))
+        if not len(candidates):
+            return []
+        final = {int(row): float(score[row]) for row in candidates}
+        bonus = self.options.second_chunk_bonus
+        if bonus:
+            by_file: dict[int, list[int]] = {}
+            for row in sorted(final, key=lambda r: -final[r]):
+                by_file.setdefault(int(self.index.file_of[row]), []).append(row)
+            for rows in by_file.values():
+                if len(rows) > 1:
+                    final[rows[0]] += bonus * final[rows[1]]
+        ordered = sorted(final, key=lambda r: -final[r])[:limit]
+        return [RankedChunk(row, final[row]) for row in ordered]

@@ -1,0 +1,204 @@
+"""``context.search``: the caller's connectors, filters, active file and dense candidates in; ranked chunks out."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import numpy as np
+import structlog
+
+from gateway.api import ValidationFailed
+from gateway_plugins.context.file_connector import safe_relative_path
+from gateway_plugins.context.jobs import ACTIVE
+from gateway_plugins.context.links import work_context_boosts, work_ticket_ids
+from gateway_plugins.context.models import QueryMetadata, ResultMetadata, SearchInput, SearchOutput, SearchResult
+from gateway_plugins.context.service import ContextService
+
+log = structlog.get_logger(__name__)
+
+__all__ = ["format_results", "search"]
+
+DENSE_DOWN = "-"
+"""Marks a search whose dense part failed (the embedders or the vector store): it answered lexically."""
+
+
+async def _dense(service: ContextService, query: str, connector_ids: list[str]) -> tuple[dict[int, float], str | None]:
+    """Cosine similarities of the nearest chunks (rows), and the embedder that served; empty when dense is off or
+    every embedder is down (lexical search still answers)."""
+    opts = service.config.ranking_options()
+    if not service.config.embed or opts.dense_weight <= 0 or service.vectors is None or service.live is None:
+        return {}, None
+    try:
+        embedded = await service.context.embeddings().embed_query(query)
+        points = await service.vectors.query(
+            embedded.embedder_id, embedded.vector, limit=service.config.dense_candidates, connector_ids=connector_ids
+        )
+    except Exception as exc:  # documented fallback: a dense-side fault leaves the lexical and structural ranking
+        log.warning("context.search.dense_unavailable", reason=f"{type(exc).__name__}: {exc}")
+        return {}, DENSE_DOWN
+    rows = service.live.index.row_by_chunk
+    return {rows[p.id]: p.score for p in points if p.id in rows}, embedded.embedder_id
+
+
+async def search(service: ContextService, tenant: str, args: SearchInput) -> SearchOutput:
+    started = time.perf_counter()
+    live, ranker = service.live, service.ranker
+    assert live is not None and ranker is not None
+    await live.catch_up(max_age=service.config.refresh_seconds)
+    index = live.index
+    connectors = await service.repo.list_connectors(service.store, tenant)
+    connector_ids = [c["id"] for c in connectors]
+    filters = args.filters
+    date_from = filters.date_range.from_ if filters and filters.date_range else None
+    date_to = filters.date_range.to if filters and filters.date_range else None
+    if date_from and date_to and date_from > date_to:
+        raise ValidationFailed(
+            "filters.date_range: 'from' is after 'to'",
+            details={"errors": [{"field": "filters.date_range", "message": "'from' is after 'to'"}]},
+        )
+
+    def allowed() -> np.ndarray:
+        return index.row_mask(
+            connector_ids,
+            source_types=filters.source_types if filters and filters.source_types else None,
+            modified_from=date_from.timestamp() if date_from else None,
+            modified_to=date_to.timestamp() if date_to else None,
+        )
+
+    active_row = None
+    if args.work_context and args.work_context.active_file:
+        try:
+            active = safe_relative_path(args.work_context.active_file)
+        except ValidationFailed as exc:
+            raise ValidationFailed(
+                f"work_context.active_file: {exc.message}",
+                details={"errors": [{"field": "work_context.active_file", "message": exc.message}]},
+            ) from None
+        for connector_id in connector_ids:
+            active_row = index.file_by_path.get((connector_id, active))
+            if active_row is not None:
+                break
+    work = args.work_context
+    tickets = work_ticket_ids(work.open_ticket_ids, work.git_branch) if work else []
+    opts = service.config.ranking_options()
+    boosts = await work_context_boosts(
+        service.repo,
+        service.store,
+        index,
+        connector_ids,
+        tickets,
+        ticket_boost=opts.ticket_boost,
+        linked_file_boost=opts.linked_file_boost,
+    )
+    dense: dict[int, float] = {}
+    embedder: str | None = None
+    lexical = None
+    if allowed().any():
+        # The query is embedded on the embedder's threads while the lexical stages score on this one.
+        pending = asyncio.create_task(_dense(service, args.query, connector_ids))
+        await asyncio.sleep(0)
+        lexical = ranker.lexical(args.query)
+        dense, embedder = await pending
+    # From here to the ranking nothing awaits: an index job writing meanwhile cannot change the rows under it
+    # (the mask is made now; a lexical score made before new rows arrived is made again by rank).
+    mask = allowed()
+    ranked = ranker.rank(
+        args.query,
+        limit=args.top_k,
+        allowed=mask,
+        active_file=active_row,
+        dense=dense,
+        lexical=lexical,
+        boost_files=boosts,
+    )
+    chunks = [index.chunks[r.row] for r in ranked]
+    contents = await service.repo.chunks_by_id(service.store, [c.id for c in chunks]) if chunks else {}
+    hosted = {index.files[c.file_row].file_id for c in chunks if index.files[c.file_row].source_type != "file"}
+    documents = await service.repo.documents_by_file(service.store, sorted(hosted)) if hosted else {}
+    results: list[SearchResult] = []
+    limit = service.config.result_chars
+    for item, chunk in zip(ranked, chunks, strict=True):
+        entry = index.files[chunk.file_row]
+        stored: dict[str, Any] | None = contents.get(chunk.id)
+        if stored is None:  # removed since the ranking (another process): leave it out
+            continue
+        content = stored["content"]
+        if len(content) > limit:
+            content = content[:limit] + "\n…"
+        document = documents.get(entry.file_id) or {}
+        results.append(
+            SearchResult(
+                source=f"{entry.source_type}://{entry.path}",
+                content=content,
+                score=round(item.score, 4),
+                metadata=ResultMetadata(
+                    type=chunk.kind,
+                    symbol=chunk.symbol,
+                    lines=f"{chunk.start_line}-{chunk.end_line}",
+                    language=entry.language,
+                    last_modified=entry.last_modified_at,
+                    connector_id=entry.connector_id,
+                    path=entry.path,
+                    source_type=entry.source_type,
+                    title=document.get("title"),
+                    url=document.get("url"),
+                ),
+            )
+        )
+    status, note = await _index_status(service, tenant, connectors, int(mask.sum()))
+    if embedder == DENSE_DOWN:
+        embedder = None
+        note = note or "semantic (dense) retrieval is unavailable right now; results come from lexical ranking only"
+    return SearchOutput(
+        results=results,
+        total_results=len(results),
+        query_metadata=QueryMetadata(
+            execution_time_ms=int((time.perf_counter() - started) * 1000),
+            sources_searched=len(connectors),
+            chunks_searched=int(mask.sum()),
+            embedder=embedder,
+            index_status=status,
+            note=note,
+        ),
+    )
+
+
+async def _index_status(
+    service: ContextService, tenant: str, connectors: list, searchable: int
+) -> tuple[str, str | None]:
+    """Tell "nothing matches" apart from "nothing is indexed (yet)"."""
+    if not connectors:
+        return "no_connectors", "no connector is configured: add one with context.connector_management"
+    running = await service.repo.jobs_of(service.store, tenant, ACTIVE)  # one indexed read; status expires dead ones
+    active = running[0] if running else None
+    if active is not None:
+        progress = f"{active['completed']}/{active['total']}"
+        return "indexing", f"an indexing job is running ({progress} documents); results may be incomplete"
+    if searchable == 0:
+        return "empty", "nothing is indexed yet: run context.index_control with action 'start'"
+    return "ready", None
+
+
+def format_results(output: SearchOutput) -> str:
+    """The results as text ready for an LLM's context window."""
+    meta = output.query_metadata
+    if not output.results:
+        reason = f" ({meta.note})" if meta.note else ""
+        return f"No results{reason}."
+    lines = [f"{output.total_results} results ({meta.execution_time_ms} ms, {meta.chunks_searched} chunks searched)"]
+    if meta.note:
+        lines.append(f"Note: {meta.note}")
+    for number, result in enumerate(output.results, 1):
+        md = result.metadata
+        what = f"{md.type} {md.symbol}" if md.symbol else md.type
+        lines.append("")
+        lines.append(f"[{number}] {md.path}:{md.lines} ({what}, {md.language}, score {result.score:.3f})")
+        if md.title:
+            lines.append(f"{md.source_type}: {md.title}" + (f" <{md.url}>" if md.url else ""))
+        fence = "````" if "```" in result.content else "```"
+        lines.append(f"{fence}{md.language if md.language not in ('text', 'rst', 'markdown') else ''}")
+        lines.append(result.content)
+        lines.append(fence)
+    return "\n".join(lines)

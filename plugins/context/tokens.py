@@ -1,0 +1,109 @@
+"""Identifier-aware tokenisation for code search.
+
+A token stream keeps every identifier whole (``send_handling_redirects``, ``sendfile``) and adds its parts split at
+``snake_case`` and ``camelCase`` boundaries (``send``, ``handling``, ``redirects``), all lower-cased and reduced to
+their Snowball (Porter 2) stem, so "redirects" in a question meets ``_send_handling_redirects`` in the code and
+"templates" meets ``templating.py``. Stems are cached: a code base has a small vocabulary.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+import snowballstemmer
+
+__all__ = ["STOPWORDS", "identifier_parts", "query_identifiers", "stem", "tokenize", "words"]
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_STEMMER = snowballstemmer.stemmer("english")
+
+STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does doing done each for from get gets got had has have
+    how i if in into is it its it's just me my no not of off on once only or other our out over own same should so
+    some such than that the their them then there these they this those through to too under until up very was we
+    were what when where which while who whom why will with would you your yours here happens happen instead even
+    still end ends way""".split()
+)
+"""English words that carry no meaning in a code-search question (dropped from queries, not from documents)."""
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """The lower-cased Snowball stem of ``word``."""
+    lowered = word.lower()
+    if len(lowered) <= 3 or not lowered.isalpha():
+        return lowered
+    return _STEMMER.stemWord(lowered)
+
+
+@lru_cache(maxsize=200_000)
+def identifier_parts(identifier: str) -> tuple[str, ...]:
+    """The words of an identifier: ``_send_handling_redirects`` -> ``send handling redirects``, ``parseURL`` ->
+    ``parse URL`` (original case)."""
+    parts: list[str] = []
+    for piece in identifier.split("_"):
+        if piece:
+            parts.extend(_CAMEL.findall(piece))
+    return tuple(parts)
+
+
+@lru_cache(maxsize=200_000)
+def _word_tokens(word: str) -> tuple[str, ...]:
+    parts = identifier_parts(word)
+    whole = stem(word.strip("_")) if word.strip("_") else ""
+    out = [whole] if whole else []
+    if len(parts) > 1:
+        out.extend(stem(p) for p in parts)
+    return tuple(t for t in out if t)
+
+
+def words(text: str) -> list[str]:
+    """The raw identifier-like words of ``text``, in order."""
+    return _WORD.findall(text)
+
+
+def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
+    """Index tokens of ``text``: each identifier whole plus its snake/camel parts, stemmed and lower-cased."""
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        if drop_stopwords and word.lower() in STOPWORDS:
+            continue
+        out.extend(_word_tokens(word))
+    return out
+
+
+_QUALIFIED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)+|[A-Za-z_$][\w$]*(?=\s*\()")
+_IDENTIFIER_LIKE = re.compile(r"\b(?:_+\w+|\w+_\w*|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)\b")
+
+
+def query_identifiers(query: str) -> list[str]:
+    """Identifiers a question names: dotted names (``app.use``, ``Blueprint.register``), calls (``url_for(``),
+    ``snake_case``/``camelCase``/``PascalCase`` words. Plain English words are not identifiers."""
+    found: list[str] = []
+    for match in _QUALIFIED.finditer(query):
+        token = match.group(0)
+        if "." in token and token.replace(".", "").isdigit():
+            continue
+        found.append(token)
+    found.extend(_IDENTIFIER_LIKE.findall(query))
+    seen: dict[str, None] = {}
+    for token in found:
+        token = token.strip(".")
+        if len(token) > 2 and not _is_sentence_dot(token):
+            seen.setdefault(token, None)
+    return list(seen)
+
+
+def _is_sentence_dot(token: str) -> bool:
+    """``context.What`` (two sentences glued by a period) is not an identifier."""
+    if "." not in token:
+        return False
+    head, _, tail = token.partition(".")
+    return head.islower() and tail[:1].isupper() and not any(c.isupper() for c in tail[1:])
+
+
+def unique(tokens: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(tokens))

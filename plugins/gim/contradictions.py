@@ -1,0 +1,80 @@
+"""Rule 3 of the duplicate decision against the stores: the candidates' evidence, and their contradictions.
+
+For each candidate master that passes rules 1-2 (:mod:`gateway_plugins.gim.dedup`), the master's evidence is
+rebuilt from what is stored: its root cause and fix bundle (the master row) and the texts of the master's own item
+and of its items whose error matched the submission (``gim_items.texts``: the normalised error signature and the
+resolution text). Nothing new is stored, so masters written before this rule existed are checked alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from gateway_plugins.gim.agreement import conflicts
+from gateway_plugins.gim.dedup import Evidence
+from gateway_plugins.gim.evidence import Facts, extract_facts
+from gateway_plugins.gim.models import MasterIssue
+from gateway_plugins.gim.texts import ERROR, RESOLUTION
+
+if TYPE_CHECKING:
+    from gateway_plugins.gim.core import GimCore
+    from gateway_plugins.gim.intake import Prepared
+
+log = structlog.get_logger(__name__)
+
+__all__ = ["attach_conflicts", "master_facts", "submission_facts"]
+
+_ITEMS_PER_MASTER = 8
+"""Matched items of one master whose texts are read (the master's own item always is)."""
+
+
+def submission_facts(prepared: Prepared) -> Facts:
+    """The evidence of a prepared (sanitised) submission."""
+    texts = prepared.texts
+    return extract_facts(texts[ERROR], prepared.root_cause, prepared.fix_bundle, extra_text=[texts[RESOLUTION]])
+
+
+def master_facts(
+    master: MasterIssue, own: Mapping[str, str] | None, matched: Iterable[Mapping[str, str]] = ()
+) -> Facts:
+    """The evidence of a master: its root cause and fix with its own item's texts (``own``), plus the failure
+    lines, traced libraries and mentions of its ``matched`` items (children whose error matched)."""
+    own = own or {}
+    facts = extract_facts(
+        own.get(ERROR, ""), master.root_cause, master.fix_bundle, extra_text=[own.get(RESOLUTION, "")]
+    )
+    for texts in matched:
+        facts = facts.merged_with(extract_facts(texts.get(ERROR, ""), "", None, extra_text=[texts.get(RESOLUTION, "")]))
+    return facts
+
+
+async def attach_conflicts(
+    core: GimCore,
+    prepared: Prepared,
+    evidence: Mapping[str, Evidence],
+    *,
+    error_threshold: float,
+    resolution_threshold: float,
+) -> None:
+    """Fill ``conflicts`` of every candidate that passes rules 1-2 (the others cannot merge anyway)."""
+    candidates = [e for e in evidence.values() if e.passes(error_threshold, resolution_threshold)]
+    if not candidates:
+        return
+    matched = {e.master_id: sorted(e.item_ids - {e.master_id})[: _ITEMS_PER_MASTER - 1] for e in candidates}
+    masters = await core.repo.masters(core.store, sorted(matched))
+    item_ids = sorted(set(matched) | {i for ids in matched.values() for i in ids})
+    by_item: dict[str, Any] = {
+        str(row["id"]): row["texts"] for row in await core.repo.items_texts(core.store, item_ids)
+    }
+    mine = submission_facts(prepared)
+    for e in candidates:
+        master = masters.get(e.master_id)
+        if master is None:
+            continue
+        children = [by_item[i] for i in matched[e.master_id] if i in by_item]
+        e.conflicts = tuple(conflicts(mine, master_facts(master, by_item.get(e.master_id), children)))
+        if e.conflicts:
+            log.info("gim.dedup.contradiction", master=e.master_id, conflicts=[str(c) for c in e.conflicts])

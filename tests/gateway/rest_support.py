@@ -1,0 +1,69 @@
+"""Support for the REST route tests: a served notes deployment with API keys of chosen scopes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+
+from gateway.api import AUTH
+from gateway.app import prepare
+from gateway.providers import ProviderHub
+from gateway.runtime import GatewayRuntime
+from gateway.testing import http_gateway
+from tests.gateway.rest_sample import PLUGINS
+
+
+@dataclass(frozen=True)
+class Served:
+    base: str
+    runtime: GatewayRuntime
+    keys: dict[str, dict[str, str]]
+    """Headers per key name (``{"X-API-Key": ...}``)."""
+
+    def url(self, path: str) -> str:
+        return f"{self.base}/api/v1{path}"
+
+    def call(self, method: str, path: str, key: str | None = None, **kwargs: Any) -> httpx.Response:
+        headers = {**(self.keys[key] if key else {}), **kwargs.pop("headers", {})}
+        return httpx.request(method, self.url(path), headers=headers, timeout=30, **kwargs)
+
+
+def create_keys(config: dict[str, Any], keys: dict[str, tuple[str, list[str]]]) -> dict[str, dict[str, str]]:
+    """API keys on the deployment's own store: ``{name: (tenant, scopes)}`` → headers per name."""
+
+    async def main() -> dict[str, dict[str, str]]:
+        loaded, plugins = prepare(config, extra_plugins=PLUGINS)
+        hub = ProviderHub(loaded, plugins.registry)
+        try:
+            manager = hub.get(AUTH, "api_key")
+            made = {}
+            for name, (tenant, scopes) in keys.items():
+                issued = await manager.create_key(name=name, scopes=scopes, tenant=tenant)
+                made[name] = {"X-API-Key": issued.key}
+            return made
+        finally:
+            await hub.aclose()
+
+    return anyio.run(main)
+
+
+@contextmanager
+def serve_notes(config: dict[str, Any], keys: dict[str, tuple[str, list[str]]]) -> Iterator[Served]:
+    headers = create_keys(config, keys)
+    with http_gateway(config, extra_plugins=PLUGINS) as (base, runtime):
+        yield Served(base, runtime, headers)
+
+
+def envelope(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """The error of an envelope response at ``status`` with ``code`` (and its correlation header)."""
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code, error
+    assert set(error) >= {"code", "message", "detail", "correlation_id", "retryable"}
+    assert response.headers["X-Correlation-ID"] == error["correlation_id"]
+    return error

@@ -1,0 +1,102 @@
+"""The ranking stages on a small in-memory index: each signal does what it claims."""
+
+from __future__ import annotations
+
+from gateway_plugins.context.chunking import chunk_file, language_of
+from gateway_plugins.context.retrieval.ranker import Ranker, RankingOptions
+from gateway_plugins.context.retrieval.search_index import ChunkEntry, FileEntry, SearchIndex
+from gateway_plugins.context.tokens import tokenize
+
+FILES = {
+    "pkg/sessions.py": (
+        "def should_set_cookie(app, session):\n"
+        '    """Decide whether the session cookie is sent again on this response."""\n'
+        "    return session.modified or app.config['SESSION_REFRESH_EACH_REQUEST']\n"
+    ),
+    "pkg/helpers.py": (
+        "from .sessions import should_set_cookie\n\n"
+        "def url_for(endpoint):\n    return '/' + endpoint\n\n"
+        "def fail():\n"
+        "    raise RuntimeError('The session is unavailable because no secret key was set.')\n"
+    ),
+    "tests/test_sessions.py": (
+        "def test_session_cookie_sent_again_on_every_response():\n"
+        "    # the session cookie is sent again on every response when refresh is on\n"
+        "    assert 'The session is unavailable because no secret key was set.'\n"
+    ),
+    "docs/sessions.rst": "Sessions\n========\n\nThe session cookie is sent again on every response.\n",
+}
+
+
+def build() -> SearchIndex:
+    index = SearchIndex()
+    for n, (path, text) in enumerate(FILES.items()):
+        chunked = chunk_file(path, text)
+        entry = FileEntry(f"f{n}", "c", path, language_of(path), 0.0, tuple(chunked.imports))
+        rows = [
+            (
+                ChunkEntry(f"f{n}:{i}", 0, c.kind, c.symbol, c.start_line, c.end_line, c.strings),
+                tokenize(c.content) + tokenize(path),
+            )
+            for i, c in enumerate(chunked.chunks)
+        ]
+        index.add_file(entry, rows)
+    return index
+
+
+def top_path(index: SearchIndex, ranked: list) -> str:
+    return index.files[index.chunks[ranked[0].row].file_row].path
+
+
+def test_priors_put_library_code_above_tests_and_docs() -> None:
+    index = build()
+    question = "why is the session cookie sent again on every response"
+    plain = Ranker(index, RankingOptions(structural=False, messages=False, graph=False)).rank(question, limit=5)
+    assert top_path(index, plain) != "pkg/sessions.py"  # tests and docs repeat the words more often
+    ranked = Ranker(index).rank(question, limit=5)
+    assert top_path(index, ranked) == "pkg/sessions.py"
+
+
+def test_a_named_identifier_finds_its_definition() -> None:
+    index = build()
+    ranked = Ranker(index).rank("what does url_for return?", limit=3)
+    assert index.chunks[ranked[0].row].symbol == "url_for"
+
+
+def test_a_pasted_error_finds_the_raise_site() -> None:
+    index = build()
+    ranked = Ranker(index).rank("RuntimeError: The session is unavailable because no secret key was set.", limit=3)
+    assert index.chunks[ranked[0].row].symbol == "fail"
+    off = Ranker(index, RankingOptions(messages=False)).rank("RuntimeError: The session is unavailable", limit=3)
+    assert off  # without the stage the question still answers, only the order may differ
+
+
+def test_the_active_file_and_its_imports_are_favoured() -> None:
+    index = build()
+    helpers = index.file_by_path[("c", "pkg/helpers.py")]
+    imports, importers = Ranker(index).graph.neighbours(helpers)
+    assert [index.files[i].path for i in imports] == ["pkg/sessions.py"] and not importers
+    docs = index.file_by_path[("c", "docs/sessions.rst")]
+    sessions = index.file_by_path[("c", "pkg/sessions.py")]
+    question = "cookie endpoint"  # one word each in sessions.py and helpers.py
+
+    def ratio(active: int | None) -> float:
+        """score of sessions.py's best chunk over helpers.py's"""
+        best: dict[int, float] = {}
+        for item in Ranker(index).rank(question, limit=10, active_file=active):
+            file_row = index.chunks[item.row].file_row
+            best.setdefault(file_row, item.score)
+        return best[sessions] / best[helpers]
+
+    assert ratio(sessions) > ratio(None) > ratio(helpers)
+    # an importer's neighbour gets the smaller boost: unrelated files stay below it
+    ranked = Ranker(index).rank("session", limit=10, active_file=helpers)
+    paths = [index.files[index.chunks[r.row].file_row].path for r in ranked]
+    assert paths.index("pkg/sessions.py") < paths.index(index.files[docs].path)
+
+
+def test_removed_files_never_rank() -> None:
+    index = build()
+    index.remove_file("f0")
+    ranked = Ranker(index).rank("session cookie sent again", limit=10)
+    assert all(index.files[index.chunks[r.row].file_row].path != "pkg/sessions.py" for r in ranked)

@@ -1,0 +1,24 @@
+"""Identifier-aware tokens: whole identifiers and their snake/camel parts, stemmed; identifiers a question names."""
+
+from __future__ import annotations
+
+from gateway_plugins.context.tokens import identifier_parts, query_identifiers, tokenize
+
+
+def test_identifiers_are_kept_whole_and_split() -> None:
+    tokens = tokenize("_send_handling_redirects parseURLString")
+    assert "send_handling_redirects" in tokens and {"send", "handl", "redirect"} <= set(tokens)
+    assert {"parseurlstr", "pars", "url", "string"} <= set(tokens)
+    assert identifier_parts("HTTPServerError") == ("HTTP", "Server", "Error")
+
+
+def test_stemming_meets_question_words_and_code_words() -> None:
+    assert set(tokenize("templates")) == set(tokenize("templating"))
+    assert "the" not in tokenize("where is the cookie signed", drop_stopwords=True)
+
+
+def test_query_identifiers() -> None:
+    found = query_identifiers("What happens in url_for if I pass _scheme? Does Blueprint.register or app.use() run?")
+    assert {"url_for", "_scheme", "Blueprint.register", "app.use"} <= set(found)
+    assert query_identifiers("Where are settings read from the environment?") == []
+    assert "context.What" not in query_identifiers("outside of application context.What raises this")

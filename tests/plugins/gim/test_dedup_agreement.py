@@ -1,0 +1,141 @@
+"""The vetoes of the duplicate decision (:mod:`gateway_plugins.gim.agreement`) and how the decision applies them,
+on realistic look-alike reports (must stay apart) and reworded duplicates (must not be vetoed)."""
+
+from __future__ import annotations
+
+from gateway_plugins.gim.agreement import conflicts
+from gateway_plugins.gim.dedup import decide_hybrid, gather_evidence
+from gateway_plugins.gim.evidence import extract_facts
+from tests.plugins.gim.test_dedup_evidence import FLASK_TRACE, fix
+
+FLASK_CAUSE = "Werkzeug 3.0 removed url_quote, which Flask 2.2 imports; pin Werkzeug<3 or upgrade Flask."
+FLASK_FIX = fix(("downgrade", 'pip install "Werkzeug<3.0"', "keep url_quote for Flask 2.2"))
+LOGIN_TRACE = (
+    '  File "/venv/lib/python3.11/site-packages/flask_login/utils.py", line 14, in <module>\n'
+    "    from werkzeug.urls import url_decode\n"
+    "ImportError: cannot import name 'url_decode' from 'werkzeug.urls' "
+    "(/venv/lib/python3.11/site-packages/werkzeug/urls.py)"
+)
+LOGIN_CAUSE = "Flask-Login 0.6.2 imports werkzeug.urls.url_decode, removed in Werkzeug 3.0; Flask-Login 0.6.3 fixed it."
+LOGIN_FIX = fix(("upgrade", 'pip install -U "Flask-Login>=0.6.3"', "no longer imports url_decode"))
+
+
+def checks(found: list) -> list[str]:
+    return [c.check for c in found]
+
+
+def test_same_template_with_a_different_explained_name_is_a_failure_conflict() -> None:
+    login = extract_facts(LOGIN_TRACE, LOGIN_CAUSE, LOGIN_FIX)
+    flask = extract_facts(FLASK_TRACE, FLASK_CAUSE, FLASK_FIX)
+    found = conflicts(login, flask)
+    assert checks(found)[0] == "failure"
+    assert "url_decode" in found[0].detail and "url_quote" in found[0].detail
+
+
+def test_a_different_value_that_the_master_also_names_is_not_a_conflict() -> None:
+    cause = "NumPy 1.24 removed the aliases np.float, np.int and np.bool; code using them crashes."
+    numpy_fix = fix(("downgrade", 'pip install "numpy<1.24"', "keep the aliases"))
+    master = extract_facts("AttributeError: module 'numpy' has no attribute 'float'", cause, numpy_fix)
+    report = extract_facts(
+        "AttributeError: module 'numpy' has no attribute 'int'",
+        "As of numpy 1.24 np.int and np.float are gone, so legacy code referencing them errors out.",
+        numpy_fix,
+    )
+    assert conflicts(report, master) == []
+
+
+def test_an_incidental_value_that_no_root_cause_explains_is_not_a_conflict() -> None:
+    cause = "The installed transformers release predates the model's architecture; upgrade transformers."
+    upgrade = fix(("upgrade", "pip install -U transformers", "newer releases know the architecture"))
+    template = (
+        "ValueError: The checkpoint you are trying to load has model type `{}` but Transformers does not "
+        "recognize this architecture."
+    )
+    master = extract_facts(template.format("mistral"), cause, upgrade)
+    report = extract_facts(template.format("qwen2"), "transformers is older than the model family.", upgrade)
+    assert conflicts(report, master) == []
+
+
+def test_a_matching_line_among_the_masters_items_clears_the_failure_check() -> None:
+    login = extract_facts(LOGIN_TRACE, LOGIN_CAUSE, LOGIN_FIX)
+    flask = extract_facts(FLASK_TRACE, FLASK_CAUSE, FLASK_FIX)
+    child = extract_facts(LOGIN_TRACE.replace("3.11", "3.12"), "", None)
+    assert "failure" not in checks(conflicts(login, flask.merged_with(child)))
+
+
+def test_opposite_version_moves_of_one_package_conflict() -> None:
+    newer_gpu = extract_facts(
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+        "The torch build (cu102) has no kernels for the RTX 3080 (sm_86); install a CUDA 11+ build.",
+        fix(("upgrade", "pip install -U torch --index-url https://download.pytorch.org/whl/cu121", "sm_86 kernels")),
+    )
+    older_gpu = extract_facts(
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+        "The Tesla K80 (sm_37) is too old for current PyTorch binaries.",
+        fix(("downgrade", "pip install torch==1.12.1+cu113", "last binaries with sm_37 kernels")),
+    )
+    found = conflicts(older_gpu, newer_gpu)
+    assert checks(found) == ["direction"] and found[0].detail == "torch: down vs up"
+
+
+def test_a_fix_that_moves_a_package_both_ways_does_not_conflict() -> None:
+    both = extract_facts(
+        "",
+        "",
+        fix(
+            ("downgrade", 'pip install "Werkzeug<3.0"', "keep url_quote"),
+            ("upgrade", 'pip install -U "Werkzeug>=3" "Flask>=3"', "or move everything forward"),
+        ),
+    )
+    flask = extract_facts(FLASK_TRACE, FLASK_CAUSE, FLASK_FIX)
+    assert "direction" not in checks(conflicts(both, flask))
+
+
+def test_fixes_about_disjoint_packages_are_a_subject_conflict() -> None:
+    error = "AttributeError: 'str' object has no attribute 'decode'"
+    jwt = extract_facts(
+        error,
+        "PyJWT 2.0 changed jwt.encode() to return str instead of bytes.",
+        fix(("downgrade", 'pip install "PyJWT<2"', "bytes tokens")),
+    )
+    h5py = extract_facts(
+        error,
+        "h5py 3.0 returns HDF5 string attributes as str; old Keras calls .decode on them.",
+        fix(("downgrade", 'pip install "h5py<3.0"', "bytes attributes")),
+    )
+    found = conflicts(h5py, jwt)
+    assert checks(found) == ["subject"]
+    no_packages = extract_facts(error, "Some library now returns str.", None)
+    assert conflicts(no_packages, jwt) == []  # nothing known on one side: no verdict
+
+
+def test_a_traced_library_the_master_never_mentions_is_a_component_conflict_one_way() -> None:
+    master = extract_facts(
+        "sqlalchemy.exc.ObjectNotExecutableError: Not an executable object: 'SELECT count(*) FROM orders'",
+        "SQLAlchemy 2.0 needs text() around raw SQL strings in the application's own code.",
+        fix(("command", "conn.execute(text(sql))", "declare textual SQL")),
+    )
+    pandas = extract_facts(
+        '  File "/venv/lib/python3.10/site-packages/pandas/io/sql.py", line 1405, in execute\n'
+        "sqlalchemy.exc.ObjectNotExecutableError: Not an executable object: 'SELECT * FROM orders'",
+        "pandas < 2.0 executes strings with the SQLAlchemy 1.x API internally; upgrade pandas.",
+        fix(("upgrade", 'pip install -U "pandas>=2.0"', "pandas 2 supports SQLAlchemy 2")),
+    )
+    assert checks(conflicts(pandas, master)) == ["component"]
+    assert "component" not in checks(conflicts(master, pandas))  # a bare report may join a master with a trace
+
+
+def test_decision_skips_a_vetoed_master_and_takes_the_next() -> None:
+    evidence = gather_evidence(
+        error_hits=[("m1", 0.95, "i1"), ("m2", 0.80, "m2")],
+        lexical_hits=[("m1", 0.9, "c1")],
+        resolution_hits=[("m1", 0.90), ("m2", 0.78)],
+        is_active={"m1", "m2"}.__contains__,
+    )
+    assert evidence["m1"].item_ids == {"i1", "c1"}
+    login = extract_facts(LOGIN_TRACE, LOGIN_CAUSE, LOGIN_FIX)
+    evidence["m1"].conflicts = tuple(conflicts(login, extract_facts(FLASK_TRACE, FLASK_CAUSE, FLASK_FIX)))
+    chosen = decide_hybrid(evidence, exception_type=None, error_threshold=0.5, resolution_threshold=0.7)
+    assert chosen is not None and chosen.master_id == "m2"
+    evidence["m2"].conflicts = evidence["m1"].conflicts
+    assert decide_hybrid(evidence, exception_type=None, error_threshold=0.5, resolution_threshold=0.7) is None
