@@ -8,9 +8,10 @@ stored, in one call so that one value gets one placeholder everywhere. It fails 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from gateway.api import FieldKind, InsufficientData, SanitizationFailed, SanitizationService
+from gateway.api import FieldKind, InsufficientData, SanitizationFailed, SanitizationService, off_loop
 from gateway_plugins.gim.categories import categorise
 from gateway_plugins.gim.models import PROVIDERS, EnvironmentInfo, FixBundle, ModelInfo
 from gateway_plugins.gim.schemas import SubmitIssueInput
@@ -159,6 +160,10 @@ async def prepare_submission(service: SanitizationService, args: SubmitIssueInpu
     """Sanitise ``args`` and derive the stored texts (raises ``SanitizationFailed`` / ``InsufficientData``)."""
     _check_sufficient(args)
     clean = await _sanitize(service, _fields(args))
+    return await off_loop(partial(_derive, args, clean), size=sum(map(len, clean.values())))
+
+
+def _derive(args: SubmitIssueInput, clean: dict[str, str]) -> Prepared:
     description = clean["error_description"]
     error_message = clean.get("error_message") or None
     root_cause = clean["root_cause"]

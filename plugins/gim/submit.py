@@ -51,7 +51,7 @@ class Decision:
 async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, vectors: Mapping[str, Any]) -> Decision:
     pool, threshold = core.config.candidate_pool, core.config.dedup_error_threshold
     error_hits = await core.vectors.query(embedder_id, vectors[ERROR], kind=ERROR, limit=pool)
-    lexical_hits = core.lexical.search(prepared.tokens, limit=pool)
+    lexical_hits = await core.lexical.search_sliced(prepared.tokens, limit=pool)
     dense_masters = {str(h.payload["master_id"]) for h in error_hits}
     weak_lexical = sorted({h.master_id for h in lexical_hits if h.score < threshold} - dense_masters)
     if weak_lexical and len(error_hits) == pool and error_hits[-1].score >= threshold:
