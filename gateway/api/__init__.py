@@ -1,8 +1,8 @@
 """The public surface of the gateway: the only module a plugin imports from the host.
 
 Hook markers, the Tool/ToolPack types (with resources and prompts), REST routes, the call context, errors, the
-provider protocols (Embedder, VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator, Connector) and
-the client for other MCP servers (UpstreamConnector).
+provider protocols (Embedder, VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator, Connector), the
+client for other MCP servers (UpstreamConnector), and :func:`off_loop` for CPU-bound work.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from gateway.api.judges import (
     rubric_score,
 )
 from gateway.api.markers import PROJECT_NAME, hookimpl
+from gateway.api.offload import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, sanitize_off_loop
 from gateway.api.rate_limits import RateDecision, RateLimiter, RateLimitRule
 from gateway.api.registry import (
     AUTH,
@@ -131,6 +132,8 @@ __all__ = [
     "CONNECTOR",
     "EMBEDDER",
     "JUDGE",
+    "OFF_LOOP_CHARS",
+    "PROCESS_CHARS",
     "PROJECT_NAME",
     "PROVIDER_KINDS",
     "RATE_LIMITER",
@@ -248,5 +251,7 @@ __all__ = [
     "VectorPoint",
     "VectorStore",
     "hookimpl",
+    "off_loop",
     "rubric_score",
+    "sanitize_off_loop",
 ]
