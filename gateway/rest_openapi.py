@@ -148,7 +148,7 @@ def openapi_document(
                 "headers": RATE_HEADERS,
                 "content": {"application/json": {"schema": out_schema}},
             },
-            **_responses((400, 401, 403, 404, 413, 415, 422, 429, 500, 503), error_response, bool(schemes)),
+            **_responses((400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503), error_response, bool(schemes)),
         }
         operation: dict[str, Any] = {
             "operationId": served.name,
@@ -162,6 +162,11 @@ def openapi_document(
             operation["x-required-scope"] = tool.scope
             if schemes:
                 operation["security"] = _security(schemes, tool.scope)
+        if tool.scope_by is not None:  # the scope a call needs, by the value of one argument
+            operation["x-scope-by-argument"] = {
+                "argument": tool.scope_by.argument,
+                "scopes": dict(tool.scope_by.scopes),
+            }
         paths[f"{PREFIX}/tools/{served.name}"] = {"post": operation}
     for item in visible:
         path = paths.setdefault(PREFIX + item.route.path, {})

@@ -60,6 +60,10 @@ class UnknownTool(GatewayError):
 CatalogueListener = Callable[[], Awaitable[None]]
 
 
+def _lacks(scope: str | None, tool_name: str) -> Forbidden:
+    return Forbidden(f"the caller lacks the scope {scope!r} required by {tool_name}", details={"required_scope": scope})
+
+
 class GatewayRuntime:
     """One gateway instance: build with :meth:`start`, serve, then :meth:`stop`."""
 
@@ -198,7 +202,7 @@ class GatewayRuntime:
 
     def visible_tools(self, principal: Principal) -> list[ServedTool]:
         """The tools ``principal`` may call (``tools/list`` shows only these)."""
-        return [served for served in self.tools.values() if principal.allows(served.tool.scope)]
+        return [served for served in self.tools.values() if served.tool.visible_to(principal)]
 
     def new_context(
         self,
@@ -255,11 +259,8 @@ class GatewayRuntime:
     async def _call(self, served: ServedTool, arguments: Mapping[str, Any], context: CallContext) -> CallOutcome:
         tool = served.tool
         try:
-            if not context.principal.allows(tool.scope):
-                raise Forbidden(
-                    f"the caller lacks the scope {tool.scope!r} required by {served.name}",
-                    details={"required_scope": tool.scope},
-                )
+            if not tool.visible_to(context.principal):
+                raise _lacks(tool.scope, served.name)
             args: BaseModel | dict[str, Any]
             if tool.input_model is not None:
                 try:
@@ -271,6 +272,9 @@ class GatewayRuntime:
                 if errors := schema_errors(served.input_validator, arguments):
                     raise invalid_arguments(errors)
                 args = dict(arguments)
+            required = tool.scope_for(args)
+            if not context.principal.allows(required):
+                raise _lacks(required, served.name)
             call = ToolCall(tool=tool, pack=served.pack, arguments=args, raw_arguments=arguments, context=context)
             result = await self._chain(call)
             if tool.input_model is None:

@@ -8,7 +8,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from gateway.api.context import CallContext
+from gateway.api.context import CallContext, Principal
 from gateway.api.errors import ToolError
 from gateway.api.rest import RestRoute
 
@@ -30,6 +30,20 @@ class ToolAnnotations:
     idempotent: bool = False
     open_world: bool = False
     title: str | None = None
+
+
+@dataclass(frozen=True)
+class ScopeByArgument:
+    """A scope that depends on what a call asks for: the value of one argument (an ``action``) picks it.
+
+    ``Tool(..., scope="index:write", scope_by=ScopeByArgument("action", {"status": "index:read"}))``: a call with
+    ``action="status"`` needs ``index:read``, any other call ``index:write``. The host checks the scope of the
+    validated arguments before the handler runs (over HTTP, the raw arguments first: 403 ``insufficient_scope``
+    naming that scope), and ``tools/list`` shows the tool to a caller holding any of its scopes.
+    """
+
+    argument: str
+    scopes: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -55,7 +69,8 @@ class Tool(Generic[InT, OutT]):
     JSON text block. A tool whose schemas exist only as JSON Schema (a remote server's) is declared with
     :meth:`from_json_schema` instead: the schemas are served unchanged, arguments are checked against the input
     schema with ``jsonschema`` and reach the handler as a dict.
-    ``scope`` is the permission a caller needs (``None``: anyone who may reach the gateway).
+    ``scope`` is the permission a caller needs (``None``: anyone who may reach the gateway); ``scope_by`` makes
+    it depend on one argument's value (:class:`ScopeByArgument`).
     ``text_indent`` sets the indentation of the JSON text block (``None``: compact); ``exclude_none`` leaves
     fields whose value is ``None`` out of the result (for optional fields a client must not see as ``null``).
     ``text`` renders the text block from the output model instead of the JSON dump (a formatted text meant for an
@@ -79,6 +94,7 @@ class Tool(Generic[InT, OutT]):
     output_schema: Mapping[str, Any] | None = None
     """The output JSON Schema of a tool without an output model, if it declares one."""
     upstream: str | None = None
+    scope_by: ScopeByArgument | None = None
 
     def __post_init__(self) -> None:
         if (self.input_model is None) == (self.input_schema is None):
@@ -119,6 +135,24 @@ class Tool(Generic[InT, OutT]):
     def uses_models(self) -> bool:
         """True for a tool typed by pydantic models, False for one declared with JSON Schemas."""
         return self.input_model is not None
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """Every scope some call of this tool needs."""
+        found = {self.scope, *(self.scope_by.scopes.values() if self.scope_by else ())}
+        return frozenset(scope for scope in found if scope)
+
+    def visible_to(self, principal: Principal) -> bool:
+        """Whether ``principal`` may make some call of this tool (``tools/list`` shows it)."""
+        return self.scope is None or any(principal.allows(scope) for scope in self.scopes)
+
+    def scope_for(self, arguments: BaseModel | Mapping[str, Any]) -> str | None:
+        """The scope a call with ``arguments`` (validated, or raw as sent) needs."""
+        if self.scope_by is None:
+            return self.scope
+        name = self.scope_by.argument
+        value = arguments.get(name) if isinstance(arguments, Mapping) else getattr(arguments, name, None)
+        return self.scope_by.scopes.get(value, self.scope) if isinstance(value, str) else self.scope
 
 
 @dataclass(frozen=True)

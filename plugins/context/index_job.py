@@ -53,7 +53,7 @@ async def run_index_job(
     for row, connector, scan in work:
         if handle.stop_requested:
             break
-        handle.current_connector = row["id"]
+        handle.current_connector = row["public_id"]  # the id its tenant knows
         base = handle.completed
         await repo.update_connector(store, row["id"], {"status": "indexing"})
         try:
@@ -150,5 +150,5 @@ async def _record_failure(service: ContextService, row: dict[str, Any], exc: Bas
         log.warning("context.connector.failed", connector=row["id"], error=message)
     else:
         log.exception("context.connector.failed", connector=row["id"])
-    failed.append(f"{row['id']}: {message}")
+    failed.append(f"{row['public_id']}: {message}")
     await service.repo.update_connector(service.store, row["id"], {"status": "error", "last_error": message})

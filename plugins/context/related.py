@@ -15,7 +15,7 @@ from typing import Any
 
 from gateway.api import Connector, NotFound, ValidationFailed
 from gateway_plugins.context.file_connector import safe_relative_path
-from gateway_plugins.context.links import linked_documents
+from gateway_plugins.context.links import LinkedDocuments, linked_documents
 from gateway_plugins.context.models import AuthorStat, Commit, RelatedInput, RelatedOutput
 from gateway_plugins.context.refs import normalise, ticket_ids
 from gateway_plugins.context.service import ContextService
@@ -50,7 +50,8 @@ async def _for_file(service: ContextService, tenant: str, raw_path: str) -> Rela
         ) from None
     index = service.live.index
     await service.live.catch_up(max_age=service.config.refresh_seconds)
-    for row in await service.repo.list_connectors(service.store, tenant):
+    rows = await service.repo.list_connectors(service.store, tenant)
+    for row in rows:
         file_row = index.file_by_path.get((row["id"], path))
         if file_row is None:
             continue
@@ -66,7 +67,7 @@ async def _for_file(service: ContextService, tenant: str, raw_path: str) -> Rela
         if commits:
             first_line = commits[0].message.splitlines()[0] if commits[0].message else ""
             last = f", last on {commits[0].timestamp:%Y-%m-%d} by {commits[0].author}: {first_line}"
-        connector_ids = [c["id"] for c in await service.repo.list_connectors(service.store, tenant)]
+        connector_ids = [c["id"] for c in rows]
         mentioned = [found for commit in commits for found in ticket_ids(commit.message)]
         linked = await linked_documents(
             service.repo, service.store, connector_ids, ticket_ids=list(dict.fromkeys(mentioned)), paths=[path]
@@ -80,7 +81,7 @@ async def _for_file(service: ContextService, tenant: str, raw_path: str) -> Rela
         )
         return RelatedOutput(
             file_path=path,
-            connector_id=row["id"],
+            connector_id=row["public_id"],
             summary=summary,
             commits=commits,
             authors=[AuthorStat(author=a, commits=n) for a, n in authors.most_common()],
@@ -88,9 +89,7 @@ async def _for_file(service: ContextService, tenant: str, raw_path: str) -> Rela
             imported_by=sorted(index.files[i].path for i in importers),
             co_changed=[p for p, _ in co_changed.most_common(10)],
             symbols=list(dict.fromkeys(symbols))[:100],
-            pull_requests=linked.pull_requests[:20],
-            tickets=(linked.own + linked.tickets)[:20],
-            discussions=linked.discussions[:20],
+            **_shown(linked, {c["id"]: c["public_id"] for c in rows}),
         )
     raise NotFound(
         f"{path!r} is not indexed by any of your connectors (add its repository with context.connector_management "
@@ -132,10 +131,21 @@ async def _for_ticket(service: ContextService, tenant: str, ticket: str) -> Rela
         commits=commits[: service.config.history_limit],
         authors=[AuthorStat(author=a, commits=n) for a, n in Counter(c.author for c in commits).most_common()],
         co_changed=[p for p, _ in files.most_common(20)],
-        pull_requests=linked.pull_requests[:20],
-        tickets=(linked.own + linked.tickets)[:20],
-        discussions=linked.discussions[:20],
+        **_shown(linked, {c["id"]: c["public_id"] for c in rows}),
     )
+
+
+def _shown(linked: LinkedDocuments, public_ids: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """The linked documents as related info lists them, each naming its connector by the id its tenant knows."""
+
+    def shown(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**doc, "connector_id": public_ids[doc["connector_id"]]} for doc in documents[:20]]
+
+    return {
+        "pull_requests": shown(linked.pull_requests),
+        "tickets": shown(linked.own + linked.tickets),
+        "discussions": shown(linked.discussions),
+    }
 
 
 def _hosted_summary(pulls: int, tickets: int, discussions: int, *, other: bool = False) -> str:

@@ -18,7 +18,8 @@ __all__ = ["Repository"]
 Db = RelationalStore | Transaction
 
 _CONNECTOR_COLUMNS = (
-    "id, tenant, type, name, config, origin, status, created_at, updated_at, last_sync, last_error, documents, skipped"
+    "id, public_id, tenant, type, name, config, origin, status, created_at, updated_at, last_sync, last_error, "
+    "documents, skipped"
 )
 _FILE_COLUMNS = (
     "id, connector_id, path, content_hash, size, language, source_type, last_modified, imports, chunk_count, embedded, "
@@ -62,8 +63,8 @@ class Repository:
 
     async def insert_connector(self, db: Db, row: Mapping[str, Any]) -> None:
         await db.execute(
-            f"INSERT INTO ctx_connectors ({_CONNECTOR_COLUMNS}) VALUES (:id, :tenant, :type, :name, :config, "
-            ":origin, :status, :created_at, :updated_at, :last_sync, :last_error, :documents, :skipped)",
+            f"INSERT INTO ctx_connectors ({_CONNECTOR_COLUMNS}) VALUES (:id, :public_id, :tenant, :type, :name, "
+            ":config, :origin, :status, :created_at, :updated_at, :last_sync, :last_error, :documents, :skipped)",
             row,
         )
 
@@ -74,6 +75,13 @@ class Repository:
     async def get_connector(self, db: Db, connector_id: str) -> dict[str, Any] | None:
         return await db.fetch_one(
             f"SELECT {_CONNECTOR_COLUMNS} FROM ctx_connectors WHERE id = :id", {"id": connector_id}
+        )
+
+    async def connector_by_public_id(self, db: Db, tenant: str, public_id: str) -> dict[str, Any] | None:
+        """The tenant's connector that the tenant calls ``public_id`` (the id it sees)."""
+        return await db.fetch_one(
+            f"SELECT {_CONNECTOR_COLUMNS} FROM ctx_connectors WHERE tenant = :tenant AND public_id = :public_id",
+            {"tenant": tenant, "public_id": public_id},
         )
 
     async def connector_by_name(self, db: Db, tenant: str, name: str) -> dict[str, Any] | None:
@@ -269,6 +277,14 @@ class Repository:
             f"SELECT file_id, connector_id, relation, value FROM ctx_links WHERE file_id IN {clause}", params
         )
 
+    async def document_titles(self, db: Db, connector_ids: Sequence[str]) -> list[str]:
+        """The titles of the hosted documents of ``connector_ids`` (issues, pull requests, tickets, threads)."""
+        if not connector_ids:
+            return []
+        clause, params = _in("c", list(connector_ids))
+        rows = await db.fetch_all(f"SELECT DISTINCT title FROM ctx_documents WHERE connector_id IN {clause}", params)
+        return [row["title"] for row in rows if row["title"]]
+
     async def documents_by_file(self, db: Db, file_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Facts of hosted documents (with their path, source type and modification time) by file id."""
         clause, params = _in("f", list(file_ids))
@@ -303,3 +319,47 @@ class Repository:
             "ORDER BY started_at DESC LIMIT :limit",
             {"tenant": tenant, "limit": limit, **params},
         )
+
+    # -- settings, result sets, secrets ------------------------------------------------------------------------
+
+    async def settings_of(self, db: Db, tenant: str) -> dict[str, Any]:
+        """The settings ``tenant`` changed, by dotted name (values are stored as ``{"v": value}``)."""
+        rows = await db.fetch_all("SELECT name, value FROM ctx_settings WHERE tenant = :tenant", {"tenant": tenant})
+        return {row["name"]: row["value"]["v"] for row in rows}
+
+    async def save_settings(self, tx: Transaction, tenant: str, values: Mapping[str, Any], now: Any) -> None:
+        """Store ``values`` (by dotted name) for ``tenant``; a ``None`` value goes back to the default."""
+        for name, value in values.items():
+            await tx.execute(
+                "DELETE FROM ctx_settings WHERE tenant = :tenant AND name = :name", {"tenant": tenant, "name": name}
+            )
+            if value is not None:
+                await tx.execute(
+                    "INSERT INTO ctx_settings (tenant, name, value, updated_at) VALUES (:tenant, :name, :value, :now)",
+                    {"tenant": tenant, "name": name, "value": {"v": value}, "now": now},
+                )
+
+    async def insert_result_set(self, store: RelationalStore, row: Mapping[str, Any], now: Any) -> None:
+        """Keep a ranked result list for its cursor (and drop the expired ones)."""
+        async with store.transaction() as tx:
+            await tx.execute("DELETE FROM ctx_result_sets WHERE expires_at < :now", {"now": now})
+            await tx.execute(
+                "INSERT INTO ctx_result_sets (id, tenant, results, created_at, expires_at) "
+                "VALUES (:id, :tenant, :results, :created_at, :expires_at)",
+                row,
+            )
+
+    async def result_set(self, db: Db, set_id: str) -> dict[str, Any] | None:
+        return await db.fetch_one(
+            "SELECT id, tenant, results, created_at, expires_at FROM ctx_result_sets WHERE id = :id", {"id": set_id}
+        )
+
+    async def secret(self, db: Db, name: str, fresh: str) -> str:
+        """The stored secret ``name``; ``fresh`` is stored first when there is none (the first process wins)."""
+        await db.execute(
+            "INSERT INTO ctx_secrets (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING",
+            {"name": name, "value": fresh},
+        )
+        row = await db.fetch_one("SELECT value FROM ctx_secrets WHERE name = :name", {"name": name})
+        assert row is not None
+        return str(row["value"])
