@@ -281,7 +281,7 @@ class SqliteStore:
             try:
                 return await (reader.fetch_one if fetch == "one" else reader.fetch_all)(sql, params)
             except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorcode != sqlite3.SQLITE_READONLY:
+                if (exc.sqlite_errorcode or 0) & 0xFF != sqlite3.SQLITE_READONLY:  # or an extended code of it
                     raise
             finally:
                 self._readers.put_nowait(reader)

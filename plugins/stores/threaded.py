@@ -22,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+import tenacity
+
 from gateway_plugins.stores.sql import sqlite_params
 
 T = TypeVar("T")
@@ -31,8 +33,27 @@ def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     return {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
 
 
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    return exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+def _is_busy(exc: BaseException) -> bool:
+    """``SQLITE_BUSY``/``SQLITE_LOCKED`` or one of their extended codes (``SQLITE_BUSY_SNAPSHOT``: a statement
+    that read before another process committed cannot write; ``SQLITE_BUSY_RECOVERY``: another process is
+    recovering the WAL). Python reports the extended code; its low byte is the primary one."""
+    if not isinstance(exc, sqlite3.OperationalError) or exc.sqlite_errorcode is None:
+        return False
+    return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _retrying_while_busy(seconds: float) -> dict[str, Any]:
+    """tenacity's arguments for running an operation again while the database is busy, up to ``seconds``.
+
+    SQLite's busy handler waits for an ordinary lock, but some busy cases fail at once without it (waiting could
+    deadlock): a WAL switch while another process creates or cleans up the file, a snapshot made stale by another
+    process's commit. Run again from the start, such an operation succeeds once the other process is done."""
+    return {
+        "retry": tenacity.retry_if_exception(_is_busy),
+        "stop": tenacity.stop_after_delay(seconds),
+        "wait": tenacity.wait_random_exponential(multiplier=0.002, max=0.1),
+        "reraise": True,
+    }
 
 
 class ThreadedConnection:
@@ -61,6 +82,7 @@ class ThreadedConnection:
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         busy_timeout_ms = int(busy_timeout * 1000)
 
+        @tenacity.retry(**_retrying_while_busy(busy_timeout))
         def connect() -> sqlite3.Connection:
             connection = sqlite3.connect(
                 path,
@@ -115,7 +137,8 @@ class ThreadedConnection:
 
     async def call(self, operation: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``operation`` on the caller's thread when the connection is ``inline`` and free, else (or when it
-        would have to wait for another process's lock) on the worker thread.
+        would have to wait for another process's lock) on the worker thread, where it runs again while the
+        database is busy, up to the busy timeout.
 
         Only for operations that are safe to run again after ``SQLITE_BUSY``: one statement, or statements inside
         a transaction (a busy statement changes nothing)."""
@@ -125,7 +148,14 @@ class ThreadedConnection:
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc):
                     raise
-        return await self.run(operation)
+        return await self._run_while_busy(operation)
+
+    async def _run_while_busy(self, operation: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``operation`` on the worker thread, again while the database is busy, up to the busy timeout."""
+        async for attempt in tenacity.AsyncRetrying(**_retrying_while_busy(self._busy_timeout_ms / 1000)):
+            with attempt:
+                return await self.run(operation)
+        raise AssertionError("unreachable: tenacity re-raises the last error")
 
     async def execute(self, sql: str, params: Mapping[str, Any] | None = None, *, inline: bool = False) -> int:
         values = sqlite_params(params)
@@ -137,7 +167,7 @@ class ThreadedConnection:
             finally:
                 cursor.close()
 
-        return await (self.call if inline else self.run)(operation)
+        return await self.call(operation) if inline else await self._run_while_busy(operation)
 
     async def execute_many(self, sql: str, rows: Sequence[Mapping[str, Any]], *, inline: bool = False) -> None:
         values = [sqlite_params(row) for row in rows]
@@ -155,7 +185,7 @@ class ThreadedConnection:
             finally:
                 cursor.close()
 
-        return await (self.call if inline else self.run)(operation)
+        return await self.call(operation) if inline else await self._run_while_busy(operation)
 
     async def fetch_all(
         self, sql: str, params: Mapping[str, Any] | None = None, *, inline: bool = False
@@ -169,7 +199,7 @@ class ThreadedConnection:
             finally:
                 cursor.close()
 
-        return await (self.call if inline else self.run)(operation)
+        return await self.call(operation) if inline else await self._run_while_busy(operation)
 
     async def close(self) -> None:
         try:

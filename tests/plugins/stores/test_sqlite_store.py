@@ -243,3 +243,51 @@ async def test_the_writer_checkpoints_the_wal_as_commits_accumulate(tmp_path: Pa
     assert after_five_rounds < 2 * before_any_checkpoint  # without checkpoints: about five times as large
     with sqlite3.connect(store.path) as raw:
         assert raw.execute("SELECT COUNT(*) FROM t").fetchone() == (5 * every,)
+
+
+def _open_new_files_together(directory: str, rounds: int, barrier: multiprocessing.synchronize.Barrier) -> None:
+    """In a child process: each round, open the same new database file as the other processes, at one moment."""
+
+    async def main() -> None:
+        for round_ in range(rounds):
+            barrier.wait(timeout=60)
+            store = SqliteStore(Path(directory) / f"new-{round_}.sqlite3")
+            try:
+                await store.migrate("mp", [COUNTER])
+                async with store.transaction() as tx:
+                    await tx.execute("INSERT INTO hits (pid, n) VALUES (:pid, :n)", {"pid": os.getpid(), "n": round_})
+            finally:
+                await store.close()
+
+    try:
+        asyncio.run(main())
+    except BaseException:
+        barrier.abort()  # the others stop waiting for this one
+        raise
+
+
+def test_processes_opening_a_new_file_at_once_all_get_it(tmp_path: Path) -> None:
+    """Two assistants started on one data dir create its databases together (the rate limiter's on their first
+    search). Switching a new file to WAL can fail with ``SQLITE_BUSY`` at once, without SQLite's busy handler
+    waiting; the open must wait out the busy timeout like any other statement instead of failing the call."""
+    processes, rounds = 4, 150
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(processes)
+    workers = [
+        context.Process(target=_open_new_files_together, args=(str(tmp_path), rounds, barrier))
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=180)
+    assert [worker.exitcode for worker in workers] == [0] * processes
+
+    async def rows(round_: int) -> int:
+        store = SqliteStore(tmp_path / f"new-{round_}.sqlite3")
+        try:
+            return len(await store.fetch_all("SELECT pid FROM hits"))
+        finally:
+            await store.close()
+
+    assert [asyncio.run(rows(round_)) for round_ in range(rounds)] == [processes] * rounds
