@@ -86,6 +86,17 @@ class GimConfig(BaseModel):
         "terms (beyond the error text, IDF-weighted) when the fixes' actions do not agree; 0 turns the mechanism check "
         "off (see gateway_plugins.gim.mechanism).",
     )
+    dedup_second_path: bool = Field(
+        True,
+        description="hybrid, with dedup_require_agreement: a candidate below the error or resolution threshold may "
+        "still merge when the second path's thresholds are met and the explanations overlap strongly "
+        "(see gateway_plugins.gim.dedup).",
+    )
+    dedup_second_path_error: float = Field(0.20, ge=0.0, le=1.0, description="second path: error evidence.")
+    dedup_second_path_resolution: float = Field(0.70, ge=0.0, le=1.0, description="second path: resolution similarity.")
+    dedup_second_path_overlap: float = Field(
+        0.70, ge=0.0, le=1.0, description="second path: least mechanism overlap of the two explanations."
+    )
     require_same_exception_type: bool = Field(
         False, description="hybrid: also require the exception types to agree (see gateway_plugins.gim.dedup)."
     )

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from gateway_plugins.gim.agreement import conflicts
-from gateway_plugins.gim.dedup import Evidence
+from gateway_plugins.gim.dedup import Evidence, SecondPath
 from gateway_plugins.gim.evidence import Facts, extract_facts
-from gateway_plugins.gim.mechanism import ReportTerms, mechanism_conflict, report_terms
+from gateway_plugins.gim.mechanism import ReportTerms, best_overlap, mechanism_conflict, report_terms
 from gateway_plugins.gim.models import MasterIssue
 from gateway_plugins.gim.texts import ERROR, RESOLUTION, resolution_text
 
@@ -73,10 +73,16 @@ async def attach_conflicts(
     error_threshold: float,
     resolution_threshold: float,
     mechanism_overlap: float,
+    second_path: SecondPath | None = None,
 ) -> None:
-    """Fill ``conflicts`` of every candidate that passes rules 1-2 (the others cannot merge anyway).
-    ``mechanism_overlap``: the mechanism check's ``min_overlap`` (0 leaves the check out)."""
-    candidates = [e for e in evidence.values() if e.passes(error_threshold, resolution_threshold)]
+    """Fill ``conflicts`` of every candidate that passes rules 1-2 or is admitted by ``second_path`` (the others
+    cannot merge anyway), and their ``overlap`` (what the second path needs). ``mechanism_overlap``: the mechanism
+    check's ``min_overlap`` (0 leaves the check out)."""
+    candidates = [
+        e
+        for e in evidence.values()
+        if e.passes(error_threshold, resolution_threshold) or (second_path is not None and second_path.admits(e))
+    ]
     if not candidates:
         return
     matched = {e.master_id: sorted(e.item_ids - {e.master_id})[: _ITEMS_PER_MASTER - 1] for e in candidates}
@@ -94,9 +100,9 @@ async def attach_conflicts(
         own = by_item.get(e.master_id)
         children = [by_item[i] for i in matched[e.master_id] if i in by_item]
         found = conflicts(mine, master_facts(master, own, children))
-        mechanism = mechanism_conflict(
-            my_terms, master_terms(master, own, children), core.vocabulary, min_overlap=mechanism_overlap
-        )
+        items = master_terms(master, own, children)
+        mechanism = mechanism_conflict(my_terms, items, core.vocabulary, min_overlap=mechanism_overlap)
+        e.overlap = best_overlap(my_terms, items, core.vocabulary)
         e.conflicts = tuple(found if mechanism is None else [*found, mechanism])
         if e.conflicts:
             log.info("gim.dedup.contradiction", master=e.master_id, conflicts=[str(c) for c in e.conflicts])

@@ -19,6 +19,15 @@ Hybrid rule (all must hold for a candidate master; the best-scoring such master 
    Embeddings blur exactly these details and weigh most the words look-alike explanations share with their error,
    so rules 1-2 alone merged a fifth of unseen look-alike pairs; each contradiction is a veto, and none can cause
    a merge.
+**Second path** (``dedup_second_path``, with ``dedup_require_agreement``): reports of one cause seen from
+different layers of a stack (a tool's own message, a wrapper's traceback, a CI log line) can read less alike than
+rule 1 asks, and their explanations a little less alike than rule 2 asks. A candidate that misses rules 1-2 may
+still merge when its error evidence reaches ``dedup_second_path_error``, its resolution similarity
+``dedup_second_path_resolution``, and the two explanations' distinguishing terms (the mechanism check's overlap,
+:mod:`gateway_plugins.gim.mechanism`, without its exemption for agreeing actions) overlap by at least
+``dedup_second_path_overlap``: strong agreement on what the explanations add beyond the error compensates for a
+weaker error similarity. Every veto of rule 3 still applies.
+
 4. Optionally (``require_same_exception_type``, off by default) **compatible exception types**: the
    submission's exception type is among the master's, or one side has none or only a warning. Off by default
    because real reports of one cause raise different types (ESM ``SyntaxError`` vs CommonJS ``TypeError`` for
@@ -36,7 +45,7 @@ from dataclasses import dataclass, field
 
 from gateway_plugins.gim.agreement import Conflict
 
-__all__ = ["Evidence", "Hit", "decide_baseline", "decide_hybrid", "gather_evidence"]
+__all__ = ["Evidence", "Hit", "SecondPath", "decide_baseline", "decide_hybrid", "gather_evidence"]
 
 Hit = tuple[str, float] | tuple[str, float, str]
 """``(master_id, score)``, or ``(master_id, score, item_id)`` naming the item of the master that matched."""
@@ -55,6 +64,8 @@ class Evidence:
     """The master's items whose error matched the submission's (dense or lexical)."""
     conflicts: tuple[Conflict, ...] = ()
     """Contradictions found between the submission's and the master's evidence (rule 3): any one is a veto."""
+    overlap: float = 0.0
+    """The mechanism check's best overlap with the master's items (filled with the conflicts; the second path)."""
 
     def passes(self, error_threshold: float, resolution_threshold: float) -> bool:
         """Rules 1 and 2."""
@@ -69,6 +80,22 @@ class Evidence:
         if exception_type is None or exception_type.endswith("Warning") or len(known) < len(self.exception_types):
             return True
         return not known or exception_type in known
+
+
+@dataclass(frozen=True)
+class SecondPath:
+    """The second merge path (see the module): weaker error and resolution evidence, strong explanation overlap."""
+
+    error_threshold: float
+    resolution_threshold: float
+    min_overlap: float
+
+    def admits(self, evidence: Evidence) -> bool:
+        """Whether the candidate may merge by this path, if its explanations agree strongly enough."""
+        return evidence.passes(self.error_threshold, self.resolution_threshold)
+
+    def merges(self, evidence: Evidence) -> bool:
+        return self.admits(evidence) and evidence.overlap >= self.min_overlap
 
 
 def gather_evidence(
@@ -113,12 +140,14 @@ def decide_hybrid(
     error_threshold: float,
     resolution_threshold: float,
     require_same_exception_type: bool = False,
+    second_path: SecondPath | None = None,
 ) -> Evidence | None:
-    """The master to merge into, or ``None`` for a new master."""
+    """The master to merge into, or ``None`` for a new master. ``second_path``: the second merge path (its
+    candidates' ``overlap`` filled), or ``None`` for rules 1-2 only."""
     eligible = [
         e
         for e in evidence.values()
-        if e.passes(error_threshold, resolution_threshold)
+        if (e.passes(error_threshold, resolution_threshold) or (second_path is not None and second_path.merges(e)))
         and not e.conflicts
         and (not require_same_exception_type or e.compatible(exception_type))
     ]

@@ -35,7 +35,7 @@ from gateway_plugins.gim.agreement import Conflict
 from gateway_plugins.gim.models import FixBundle
 from gateway_plugins.gim.vocabulary import ExplanationVocabulary, explanation_terms
 
-__all__ = ["ReportTerms", "mechanism_conflict", "overlap", "report_terms"]
+__all__ = ["ReportTerms", "best_overlap", "mechanism_conflict", "overlap", "report_terms"]
 
 _SHOWN = 4
 """Distinguishing terms named per side in a conflict's detail (the heaviest)."""
@@ -73,6 +73,11 @@ def overlap(sub: ReportTerms, item: ReportTerms, vocabulary: ExplanationVocabula
     both = vocabulary.weight(mine & theirs)
     value = (2.0 * both + 2.0 * unit) / (vocabulary.weight(mine) + vocabulary.weight(theirs) + 2.0 * unit)
     return value, mine, theirs
+
+
+def best_overlap(sub: ReportTerms, items: Sequence[ReportTerms], vocabulary: ExplanationVocabulary) -> float:
+    """The submission's best overlap with one of the master's items (0 without items)."""
+    return max((overlap(sub, item, vocabulary)[0] for item in items), default=0.0)
 
 
 def mechanism_conflict(

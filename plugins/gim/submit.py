@@ -19,7 +19,7 @@ import structlog
 from gateway.api import CallContext, ServiceUnavailable
 from gateway_plugins.gim.consistency import reconcile_pending
 from gateway_plugins.gim.contradictions import attach_conflicts
-from gateway_plugins.gim.dedup import Evidence, decide_baseline, decide_hybrid, gather_evidence
+from gateway_plugins.gim.dedup import Evidence, SecondPath, decide_baseline, decide_hybrid, gather_evidence
 from gateway_plugins.gim.intake import Prepared, prepare_submission
 from gateway_plugins.gim.models import MasterIssue
 from gateway_plugins.gim.schemas import SubmitIssueInput, SubmitIssueOutput
@@ -49,7 +49,16 @@ class Decision:
 
 
 async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, vectors: Mapping[str, Any]) -> Decision:
-    pool, threshold = core.config.candidate_pool, core.config.dedup_error_threshold
+    config = core.config
+    second_path = (
+        SecondPath(
+            config.dedup_second_path_error, config.dedup_second_path_resolution, config.dedup_second_path_overlap
+        )
+        if config.dedup_second_path and config.dedup_require_agreement
+        else None
+    )
+    pool = config.candidate_pool
+    threshold = min(config.dedup_error_threshold, second_path.error_threshold if second_path else 1.0)
     error_hits = await core.vectors.query(embedder_id, vectors[ERROR], kind=ERROR, limit=pool)
     lexical_hits = await core.lexical.search_sliced(prepared.tokens, limit=pool)
     dense_masters = {str(h.payload["master_id"]) for h in error_hits}
@@ -90,6 +99,7 @@ async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, ve
             error_threshold=core.config.dedup_error_threshold,
             resolution_threshold=core.config.dedup_resolution_threshold,
             mechanism_overlap=core.config.dedup_mechanism_overlap,
+            second_path=second_path,
         )
     chosen = decide_hybrid(
         evidence,
@@ -97,6 +107,7 @@ async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, ve
         error_threshold=core.config.dedup_error_threshold,
         resolution_threshold=core.config.dedup_resolution_threshold,
         require_same_exception_type=core.config.require_same_exception_type,
+        second_path=second_path,
     )
     if chosen is None:
         return Decision(None, None, 0.0)
