@@ -5,7 +5,7 @@ Adapted from ../shared/eval/context/verify_gold.py (the development split's chec
   * the pinned packages are read from corpus.json next to this file (click, rich, jinja2, commander);
   * JavaScript also accepts ES6 class definitions: "Class.method" is a method (or constructor, getter,
     setter, static or async method) defined inside "class Class ... {}", and "Class" alone is the class.
-Every other rule is the original one.
+Every other rule is the original one (the rest of the diff is formatting and lint only).
 
 Usage:
     python3 verify_gold.py [--corpus $HOME/.cache/cebench-heldout/src] [--queries queries_heldout.jsonl]
@@ -25,6 +25,7 @@ For each query it checks that
         or a getter defined with defineGetter(obj, 'NAME', ...).
 Exit status is 0 only when every check passes.
 """
+
 import argparse
 import ast
 import json
@@ -40,10 +41,15 @@ with open(os.path.join(HERE, "corpus.json"), encoding="utf-8") as _fh:
     CORPUS = {name: (pin["version"], pin["root"]) for name, pin in json.load(_fh).items()}
 KINDS = {"paraphrase", "identifier", "error-message", "multi-file", "context"}
 # crude guard against pasted code in query text (error messages are allowed verbatim)
-CODE_RE = re.compile(r"\bdef \w+\s*\(|\bclass \w+\s*[(:]|\breturn\b[^.?!]*;|=>|[{}]|;\s*$|\bfunction\s*\w*\s*\([^)]*\)\s*\{")
+CODE_RE = re.compile(
+    r"\bdef \w+\s*\(|\bclass \w+\s*[(:]|\breturn\b[^.?!]*;|=>|[{}]|;\s*$|\bfunction\s*\w*\s*\([^)]*\)\s*\{"
+)
 
 
-def py_symbol(path, name, cache={}):
+_AST_CACHE = {}
+
+
+def py_symbol(path, name, cache=_AST_CACHE):
     """Return (kind, start_line, end_line) if the dotted name is defined in the file, else None.
 
     kind is 'def', 'class' or 'variable'; lines are 1-based and inclusive
@@ -129,7 +135,10 @@ def js_class_symbol(src, name):
     return ("def", src.count("\n", 0, mm.start()) + 1, src.count("\n", 0, _js_block_end(src, mm.end() - 1, "{")) + 1)
 
 
-def js_symbol(path, name, cache={}):
+_SOURCE_CACHE = {}
+
+
+def js_symbol(path, name, cache=_SOURCE_CACHE):
     """Return (kind, start_line, end_line) for a JavaScript definition of `name`, else None."""
     if path not in cache:
         with open(path, encoding="utf-8") as fh:
@@ -141,12 +150,12 @@ def js_symbol(path, name, cache={}):
     esc = re.escape(name)
     last = re.escape(name.split(".")[-1])
     pats = [
-        ("def", rf"(?<![\w.]){esc}\s*=\s*function\b"),          # res.send = function send(...)
-        ("def", rf"(?<![\w.]){esc}\s*=\s*(?:async\s+)?\("),     # x.y = (...) =>
-        ("def", rf"\bfunction\s+{esc}\s*\("),                    # function name(
-        ("def", rf"\b{esc}\s*:\s*function\b"),                   # name: function
+        ("def", rf"(?<![\w.]){esc}\s*=\s*function\b"),  # res.send = function send(...)
+        ("def", rf"(?<![\w.]){esc}\s*=\s*(?:async\s+)?\("),  # x.y = (...) =>
+        ("def", rf"\bfunction\s+{esc}\s*\("),  # function name(
+        ("def", rf"\b{esc}\s*:\s*function\b"),  # name: function
         ("def", rf"defineGetter\(\s*\w+\s*,\s*['\"]{last}['\"]"),  # defineGetter(req, 'name', ...)
-        ("variable", rf"\b(?:var|let|const)\s+{esc}\s*="),        # var name =
+        ("variable", rf"\b(?:var|let|const)\s+{esc}\s*="),  # var name =
     ]
     if "." in name:  # "req.protocol" style names for getters
         obj = re.escape(name.split(".")[0])
@@ -171,9 +180,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=os.path.expanduser("~/.cache/cebench-heldout/src"))
     ap.add_argument("--queries", default=os.path.join(HERE, "queries_heldout.jsonl"))
-    ap.add_argument("--emit-spans", metavar="OUT.jsonl",
-                    help="write the resolved line span of every gold symbol: "
-                         '{"id", "gold_symbols": [{"file", "name", "kind", "start_line", "end_line"}]}')
+    ap.add_argument(
+        "--emit-spans",
+        metavar="OUT.jsonl",
+        help="write the resolved line span of every gold symbol: "
+        '{"id", "gold_symbols": [{"file", "name", "kind", "start_line", "end_line"}]}',
+    )
     args = ap.parse_args()
     spans_out = []
 
@@ -190,7 +202,7 @@ def main():
             qid = q.get("id")
             ids[qid] += 1
 
-            def err(msg):
+            def err(msg, qid=qid, lineno=lineno):
                 errors.append(f"{qid} (line {lineno}): {msg}")
 
             pkg = q.get("package")
@@ -244,8 +256,7 @@ def main():
                     err(f"symbol {name} not defined in {f}")
                 else:
                     sym_kinds[r[0]] += 1
-                    resolved.append({"file": f, "name": name, "kind": r[0],
-                                     "start_line": r[1], "end_line": r[2]})
+                    resolved.append({"file": f, "name": name, "kind": r[0], "start_line": r[1], "end_line": r[2]})
             spans_out.append({"id": qid, "gold_symbols": resolved})
             # gold_files[0] should carry at least one gold symbol (most relevant first)
             if gf and gs and not any(s.get("file") == gf[0] for s in gs):
