@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["STOPWORDS", "identifier_parts", "query_identifiers", "stem", "tokenize", "words"]
+__all__ = [
+    "STOPWORDS",
+    "ErrorHead",
+    "error_head",
+    "identifier_parts",
+    "query_identifiers",
+    "stem",
+    "tokenize",
+    "words",
+]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -107,3 +117,30 @@ def _is_sentence_dot(token: str) -> bool:
 
 def unique(tokens: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(tokens))
+
+
+_ERROR_HEAD = re.compile(r"^\s*((?:[A-Za-z_][\w$]*\.)*)([A-Z][\w$]*)\s*:\s+(?=\S)", re.M)
+
+
+@dataclass(frozen=True)
+class ErrorHead:
+    """The exception type at the head of a pasted error line (``jinja2.exceptions.TemplateSyntaxError: ...``)."""
+
+    qualified: str
+    """As written, module path included (``jinja2.exceptions.TemplateSyntaxError``)."""
+    name: str
+    """The type's own name (``TemplateSyntaxError``)."""
+    module: str
+    """The module path before it, without the final dot (``jinja2.exceptions``), or empty."""
+
+
+def error_head(query: str) -> ErrorHead | None:
+    """The exception type a pasted error starts a line with: a capitalised (optionally module-qualified) name
+    followed by a colon and the message (``TypeError: ...``, ``rich.errors.MarkupError: ...``, ``Error: ...``).
+
+    It says what *kind* of error was raised, not where: the message after it is what identifies the raise site."""
+    match = _ERROR_HEAD.search(query)
+    if match is None:
+        return None
+    module, name = match.group(1).rstrip("."), match.group(2)
+    return ErrorHead(f"{module}.{name}" if module else name, name, module)
