@@ -104,7 +104,8 @@ class SearchIndex:
         self.names = BM25Field(b=0.3)
         self.paths = BM25Field(b=0.3)
         self.symbols: dict[str, list[int]] = {}
-        """Exact qualified name -> rows; also the last component, lower-cased, with a ``~`` prefix."""
+        """Exact qualified name -> rows; also the last component with a ``~`` prefix (case kept: identifiers are
+        case-sensitive, and ``user.name`` in a question is not the class ``Name``)."""
         self.version = 0
         self._file_arrays: dict[str, np.ndarray] = {}
         self._file_arrays_version = -1
@@ -168,7 +169,7 @@ class SearchIndex:
             self.names.add(row, names)
             if chunk.symbol:
                 self.symbols.setdefault(chunk.symbol, []).append(row)
-                last = re.split(r"[.:#]+", chunk.symbol)[-1].lower()
+                last = re.split(r"[.:#]+", chunk.symbol)[-1]
                 self.symbols.setdefault("~" + last, []).append(row)
         self.version += 1
 
@@ -194,7 +195,7 @@ class SearchIndex:
 
     def rows_with_symbol(self, name: str) -> list[int]:
         """Live rows defining ``name`` (exact qualified name, or its last component when no exact match)."""
-        rows = self.symbols.get(name) or self.symbols.get("~" + re.split(r"[.:#]+", name)[-1].lower(), [])
+        rows = self.symbols.get(name) or self.symbols.get("~" + re.split(r"[.:#]+", name)[-1], [])
         return [row for row in rows if self.alive[row]]
 
     def file_arrays(self) -> dict[str, np.ndarray]:

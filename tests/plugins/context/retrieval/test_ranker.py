@@ -157,3 +157,16 @@ def test_type_declarations_rank_below_the_implementation() -> None:
     )
     ranked = Ranker(index).rank("which hook callbacks run for subcommands before the action handler?", limit=5)
     assert top_path(index, ranked) == "lib/hooks.js"
+
+
+def test_a_dotted_name_falls_back_to_its_last_part_with_the_same_case() -> None:
+    index = build_from(
+        {
+            "pkg/nodes.py": "class Name:\n    pass\n",
+            "pkg/router.py": "class Router:\n    def use(self, fn):\n        return fn\n",
+        }
+    )
+    # ``app.use`` is not defined as such: its last part finds ``Router.use`` ...
+    assert [index.chunks[r].symbol for r in index.rows_with_symbol("app.use")] == ["Router.use"]
+    # ... but an example value such as ``user.name`` is not the class ``Name`` (identifiers are case-sensitive)
+    assert index.rows_with_symbol("user.name") == []
