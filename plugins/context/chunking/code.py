@@ -4,6 +4,10 @@ The walk is the same for every language; what differs (which nodes define someth
 where a container's members live) is a :class:`Definitions` strategy per language in :mod:`.definitions`. A class
 chunk holds the class's own lines (header, docstring, attributes) without its methods, which get chunks of their
 own; top-level code between definitions becomes ``module`` chunks of at most :data:`MODULE_WINDOW` lines.
+
+A definition's chunk starts at the comment block right above it (a JSDoc, a Go or Java doc comment), at every
+depth: the doc comment of a class method describes the method, and left to the class chunk it would make the class
+answer for what each of its methods does.
 """
 
 from __future__ import annotations
@@ -98,7 +102,7 @@ def chunk_code(language: str, text: str) -> ChunkedFile:
     owner = [-1] * (n_lines + 2)
     spans: list[tuple[int, int]] = []
     for index, definition in enumerate(ordered):
-        start = _leading_comment_start(definition.node) if definition.depth == 0 else definition.node.start_point[0] + 1
+        start = _leading_comment_start(definition.node)
         end = definition.node.end_point[0] + 1
         spans.append((start, end))
         for line in range(start, end + 1):

@@ -133,6 +133,18 @@ def test_javascript_names_as_the_code_writes_them() -> None:
     assert chunk_file("lib/response.js", JAVASCRIPT).imports == ["methods", "./layer"]
 
 
+def test_a_method_doc_comment_belongs_to_the_method_not_its_class() -> None:
+    text = (
+        "class Command {\n"
+        "  /**\n   * Register a hook that runs before the action.\n   */\n"
+        "  hook(event, listener) {\n    this.hooks[event] = listener;\n  }\n"
+        "}\n"
+    )
+    chunks = {c.symbol: c for c in chunk_file("lib/command.js", text).chunks}
+    assert chunks["Command.hook"].start_line == 2 and "runs before the action" in chunks["Command.hook"].content
+    assert "runs before the action" not in chunks["Command"].content
+
+
 def test_typescript_go_java_rust() -> None:
     ts = symbols(
         "src/a.ts",
