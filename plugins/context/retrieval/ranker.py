@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gateway_plugins.context.retrieval.graph import ImportGraph
-from gateway_plugins.context.retrieval.messages import Literal, literal_of, quote_score, word_trigrams
+from gateway_plugins.context.retrieval.messages import Literal, literal_of, query_text, quote_score
 from gateway_plugins.context.retrieval.search_index import KIND_CLASS, KIND_MODULE, SearchIndex
 from gateway_plugins.context.tokens import error_head, query_identifiers, tokenize
 
@@ -179,11 +179,11 @@ class Ranker:
         """Boost candidates holding a string literal the question quotes (the raise site of a pasted error).
 
         See :mod:`.messages`: runs of words in the same order, literals split at their format placeholders."""
-        query_grams = set(word_trigrams(query))
-        if not query_grams:
+        quoted = query_text(query)
+        if len(quoted.words) < 3:
             return
         for row in self._candidates(score, self.options.candidates):
-            best = max((quote_score(literal, query_grams) for literal in self._chunk_literals(int(row))), default=0.0)
+            best = max((quote_score(literal, quoted) for literal in self._chunk_literals(int(row))), default=0.0)
             if best >= 0.3:
                 score[row] += self.options.message_boost * best
 

@@ -173,3 +173,20 @@ def test_typescript_go_java_rust() -> None:
 def test_a_syntax_error_still_gives_chunks() -> None:
     chunked = chunk_file("broken.py", "def ok():\n    return 1\n\ndef broken(:\n    pass\n")
     assert any(c.symbol == "ok" for c in chunked.chunks)
+
+
+def test_a_message_built_from_pieces_is_one_literal() -> None:
+    python = (
+        'def fail(self):\n    raise KeyError(f"{self.obj!r} has no"\n                   f" attribute {self.name!r}")\n'
+    )
+    assert chunk_file("pkg/runtime.py", python).chunks[0].strings == ("{self.obj!r} has no attribute {self.name!r}",)
+    javascript = (
+        "function lookup(name, dirs) {\n"
+        "  throw new Error('Failed to lookup view \"' + name + '\" in views ' + dirs.join(' and the '));\n"
+        "}\n"
+    )
+    # a non-literal operand stands where a placeholder would; literals inside it are kept on their own
+    assert set(chunk_file("lib/view.js", javascript).chunks[0].strings) == {
+        "Failed to lookup view {} in views {}",
+        " and the ",
+    }
