@@ -40,13 +40,47 @@ STOPWORDS = frozenset(
 """English words that carry no meaning in a code-search question (dropped from queries, not from documents)."""
 
 
+_BRITISH = (
+    (
+        re.compile(
+            r"^(colo|behavio|favo|hono|flavo|labo|neighbo|humo|rumo|vapo|armo|harbo|rigo|vigo|savo|endeavo|odo)ur"
+        ),
+        r"\1r",
+    ),
+    (
+        re.compile(
+            r"^(normal|initial|serial|deserial|recogn|organ|optim|custom|final|material|synchron|author|util|summar"
+            r"|priorit|visual|minim|maxim|emphas|real|special|standard|token|local|capital|categor|sanit|stabil"
+            r"|parametr|parameter|memo|random|general|critic|modern|central|legal|normal|serial)is(e|ed|es|ing|ation"
+            r"|ations|er|ers)$"
+        ),
+        r"\1iz\2",
+    ),
+    (re.compile(r"^(anal|paral|catal)ys(e|ed|es|ing)$"), r"\1yz\2"),
+    (re.compile(r"^(cent|met|fib|theat)re(s|d)?$"), r"\1er\2"),
+    (re.compile(r"^(catalog|dialog|analog)ue(s)?$"), r"\1\2"),
+    (re.compile(r"^licenc(e|es|ed|ing)$"), r"licens\1"),
+    (re.compile(r"^grey(s)?$"), r"gray\1"),
+)
+"""British spellings and their American forms (code is written in American English: ``color``, ``normalize``,
+``center``), applied before stemming so that a question written "colour" meets ``color`` in the code."""
+
+
+def _american(word: str) -> str:
+    for pattern, replacement in _BRITISH:
+        word, count = pattern.subn(replacement, word)
+        if count:
+            break
+    return word
+
+
 @lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
-    """The lower-cased Snowball stem of ``word``."""
+    """The lower-cased Snowball stem of ``word`` (British spellings first in their American form)."""
     lowered = word.lower()
     if len(lowered) <= 3 or not lowered.isalpha():
         return lowered
-    return _STEMMER.stemWord(lowered)
+    return _STEMMER.stemWord(_american(lowered))
 
 
 @lru_cache(maxsize=200_000)

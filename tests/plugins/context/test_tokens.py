@@ -36,3 +36,19 @@ def test_error_head_is_the_exception_type_of_a_pasted_error() -> None:
     assert error_head("Traceback (most recent call last):\n  ...\nKeyError: 'x'").name == "KeyError"  # type: ignore[union-attr]
     assert error_head("How does Text.truncate shorten text: with an ellipsis?") is None
     assert error_head("where is url_for: defined?") is None  # not capitalised: not an exception type
+
+
+def test_british_spellings_meet_the_american_ones_in_code() -> None:
+    for british, american in [
+        ("colours", "colors"),
+        ("normalise", "normalize"),
+        ("initialisation", "initialization"),
+        ("behaviour", "behavior"),
+        ("centre", "center"),
+        ("grey", "gray"),
+        ("licence", "license"),
+    ]:
+        assert tokenize(british) == tokenize(american), british
+    # words that only look like them keep their own stems
+    for word in ("raise", "promise", "hour", "your", "otherwise", "four"):
+        assert tokenize(word) != tokenize(word.replace("ise", "ize").replace("our", "or")), word
