@@ -17,7 +17,8 @@ each contributes. The stages, in order:
 5. **priors** (structural): tests, examples and docs are down-weighted unless the question asks about them; code is
    what a behaviour question is about.
 6. **dense**: cosine similarity from the embedder chain, added with a weight.
-7. **graph**: the active file, and the files it imports or that import it, are boosted.
+7. **graph**: the active file, and the files it imports or that import it, are boosted; the active file more when
+   the question points at it ("how is X done here?", "in this module").
 
 Files are ranked by their best chunk, plus a small bonus for a second good chunk (a file that answers in several
 places is more likely the answer).
@@ -41,6 +42,7 @@ __all__ = ["RankedChunk", "Ranker", "RankingOptions"]
 _ASKS_TESTS = re.compile(r"\b(?:tests?|testing|pytest|unittest|spec|fixtures?)\b", re.I)
 _ASKS_DOCS = re.compile(r"\b(?:docs?|documentation|readme|changelog|tutorial|guide)\b", re.I)
 _ASKS_EXAMPLES = re.compile(r"\b(?:examples?|samples?|demo)\b", re.I)
+_POINTS_HERE = re.compile(r"\b(?:here|th(?:is|ese) (?:file|module|class|function|method|code|script)s?|these)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ class RankingOptions:
     dense_weight: float = 0.3
     graph: bool = True
     active_file_boost: float = 0.6
+    here_boost: float = 0.4
+    """Added to the active file's boost when the question points at it ("here", "this module", "these")."""
     neighbour_boost: float = 0.25
     second_chunk_bonus: float = 0.15
     candidates: int = 400
@@ -167,7 +171,7 @@ class Ranker:
         if opts.structural:
             self._priors(query, score)
         if opts.graph and active_file is not None:
-            self._graph_boost(active_file, score)
+            self._graph_boost(active_file, score, points_here=bool(_POINTS_HERE.search(query)))
         return self._top(score, limit)
 
     def _candidates(self, score: np.ndarray, k: int) -> np.ndarray:
@@ -220,11 +224,11 @@ class Ranker:
         self._prior_cache[asked] = factors
         return factors
 
-    def _graph_boost(self, active_file: int, score: np.ndarray) -> None:
+    def _graph_boost(self, active_file: int, score: np.ndarray, *, points_here: bool) -> None:
         opts = self.options
         imports, importers = self.graph.neighbours(active_file)
         rows = self.index.files[active_file].rows
-        score[rows] *= 1.0 + opts.active_file_boost
+        score[rows] *= 1.0 + opts.active_file_boost + (opts.here_boost if points_here else 0.0)
         for neighbour in imports | importers:
             score[self.index.files[neighbour].rows] *= 1.0 + opts.neighbour_boost
 

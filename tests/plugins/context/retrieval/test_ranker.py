@@ -170,3 +170,16 @@ def test_a_dotted_name_falls_back_to_its_last_part_with_the_same_case() -> None:
     assert [index.chunks[r].symbol for r in index.rows_with_symbol("app.use")] == ["Router.use"]
     # ... but an example value such as ``user.name`` is not the class ``Name`` (identifiers are case-sensitive)
     assert index.rows_with_symbol("user.name") == []
+
+
+def test_a_question_pointing_at_the_open_file_favours_it_more() -> None:
+    index = build()
+    sessions = index.file_by_path[("c", "pkg/sessions.py")]
+
+    def score_of_sessions(question: str) -> float:
+        ranked = Ranker(index).rank(question, limit=10, active_file=sessions)
+        return next(r.score for r in ranked if index.chunks[r.row].file_row == sessions)
+
+    # "here" is a stop-word: the lexical score is the same, only the pointing differs
+    plain = score_of_sessions("when is the session cookie sent again")
+    assert score_of_sessions("when is the session cookie sent again here") > plain * 1.2
