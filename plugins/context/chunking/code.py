@@ -89,13 +89,18 @@ def _concatenation(node: Any) -> list[Any] | None:
 
 
 def _strings(root: Any, source: bytes) -> list[tuple[int, str]]:
-    """(line, text) of every string literal, quotes stripped. A message built from pieces is one literal: Python's
+    """(line, text) of every string literal, quotes stripped, docstrings left out (the chunk's text has them: they
+    document, while these are what code raises, logs or formats). A message built from pieces is one literal: Python's
     implicit concatenation (``"has no" " attribute"``) joins its parts, and a ``+`` chain puts ``{}`` where a
     non-literal operand goes, as a format placeholder would stand (``'Failed to lookup view "{}" in views {}'``)."""
     out: list[tuple[int, str]] = []
     stack = [root]
     while stack:
         node = stack.pop()
+        if node.type == "expression_statement" and node.named_child_count == 1:
+            only = node.named_children[0]
+            if only.type in _STRING_TYPES or only.type == "concatenated_string":
+                continue  # a docstring or a directive ('use strict'): documentation, not a message
         if node.type in _STRING_TYPES or node.type == "concatenated_string":
             parts = [c for c in node.named_children if c.type in _STRING_TYPES] or [node]
             text = "".join(_string_text(part, source) for part in parts)

@@ -190,3 +190,20 @@ def test_a_message_built_from_pieces_is_one_literal() -> None:
         "Failed to lookup view {} in views {}",
         " and the ",
     }
+
+
+def test_docstrings_and_directives_are_not_message_literals() -> None:
+    python = (
+        '"""Module docs that say how the parser works."""\n\n\n'
+        "def parse(text):\n"
+        '    """Parse the text and raise when a block is defined twice."""\n'
+        '    "a bare string statement documents too"\n'
+        '    raise ValueError(f"block {text!r} defined twice")\n'
+    )
+    chunked = chunk_file("pkg/parser.py", python)
+    (parse,) = [c for c in chunked.chunks if c.symbol == "parse"]
+    assert parse.strings == ("block {text!r} defined twice",)  # the docstring stays in the text, not the messages
+    assert "raise when a block is defined twice" in parse.content
+    assert all("Module docs" not in s for c in chunked.chunks for s in c.strings)
+    javascript = "'use strict';\n\nfunction fail(name) {\n  throw new Error('No such command ' + name);\n}\n"
+    assert [s for c in chunk_file("lib/cmd.js", javascript).chunks for s in c.strings] == ["No such command {}"]
