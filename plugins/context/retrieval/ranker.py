@@ -95,7 +95,7 @@ class Ranker:
         self.index = index
         self.options = options or RankingOptions()
         self.graph = ImportGraph(index)
-        self._literals: dict[int, list[Literal]] = {}
+        self._literals: dict[int, tuple[Literal, ...]] = {}
         """Each chunk's string literals prepared for quote matching (rows never change content: computed once)."""
         self._prior_cache: dict[tuple[bool, bool, bool], np.ndarray] = {}
         self._priors_version = -1
@@ -191,11 +191,11 @@ class Ranker:
             if best >= 0.3:
                 score[row] += self.options.message_boost * best
 
-    def _chunk_literals(self, row: int) -> list[Literal]:
+    def _chunk_literals(self, row: int) -> tuple[Literal, ...]:
         literals = self._literals.get(row)
         if literals is None:
             prepared = (literal_of(text) for text in self.index.chunks[row].strings)
-            literals = self._literals[row] = [literal for literal in prepared if literal is not None]
+            literals = self._literals[row] = tuple(literal for literal in prepared if literal is not None)
         return literals
 
     def _priors(self, query: str, score: np.ndarray) -> None:
