@@ -15,11 +15,13 @@ Strategies: ``hybrid`` (this pack), ``baseline`` (the public GIM algorithm: ``[p
 
     /work/venv/bin/python bench/gim_eval.py [--eval-dir /work/shared/eval] [--split dev] [--strategies hybrid,baseline]
 
-Our duplicate-decision set (``bench/data/gim_dedup``, calibration and held-out parts) runs the same way:
-``--eval-dir bench/data/gim_dedup --split calib|test --distractors /work/shared/eval/distractors_dev.jsonl``. Its
-clusters have a ``fix_paraphrase`` (submitted with the third duplicate report) and its hard-negative sides their own
-``fix`` (``--hard-negative-fix protocol`` ignores it, as the shared protocol would). Rates are printed with their 95 %
-Wilson interval; ``--details FILE`` writes one JSON line per duplicate and hard-negative submission.
+Our duplicate-decision set (``bench/data/gim_dedup``: calibration, seen and held-out parts) runs the same way:
+``--eval-dir bench/data/gim_dedup --split calib|test|holdout --distractors /work/shared/eval/distractors_dev.jsonl``.
+Its clusters have a ``fix_paraphrase`` (submitted with the third duplicate report). Hard-negative sides are submitted
+as the shared protocol says (``--hard-negative-fix protocol``, the default and the primary figure: a side's fix is its
+cluster's, else one ``command`` action explaining its root cause); ``--hard-negative-fix own`` gives the sides of our
+set their own ``fix`` instead. Rates are printed with their 95 % Wilson interval; ``--details FILE`` writes one JSON
+line per duplicate and hard-negative submission.
 """
 
 from __future__ import annotations
@@ -365,8 +367,9 @@ def main() -> None:
     parser.add_argument(
         "--hard-negative-fix",
         choices=["own", "protocol"],
-        default="own",
-        help="own: a hard-negative side's own `fix` when it has one; protocol: only the cluster's or a generic one",
+        default="protocol",
+        help="protocol (the shared protocol's step 4): the side's cluster's fix, else one command action explaining "
+        "its root cause; own: a side's own `fix` when it has one",
     )
     anyio.run(main_async, parser.parse_args())
 

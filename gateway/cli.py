@@ -1,4 +1,5 @@
-"""The ``gateway`` command line: serve, inspect plugins and tools, call a tool, check config, reindex."""
+"""The ``gateway`` command line: serve, inspect plugins and tools (and the remote servers they come from), call a
+tool, check config, reindex."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import anyio
 import click
 import structlog
 
+from gateway import inventory
 from gateway.api.errors import GatewayError
 from gateway.api.tools import Reindexable, ToolPack
 from gateway.app import DEFAULT_CONFIG, prepare, read_config, running_runtime
@@ -247,7 +249,8 @@ def _stdio_client_waits(env: CliEnvironment, transport: str | None) -> bool:
 @_config_option
 @click.pass_obj
 def plugins_command(env: CliEnvironment) -> None:
-    """Inventory of loaded plugins: distribution, entry point, module, hooks, what each offers."""
+    """Inventory of loaded plugins: distribution, entry point, module, hooks, what each offers; then the enabled
+    packs with their tool counts and the state of the remote servers they front."""
     loaded, plugins = prepare(env.config_path)
     for info in plugins.inventory():
         click.echo(f"{info.name}  ({info.distribution} {info.version})")
@@ -258,6 +261,8 @@ def plugins_command(env: CliEnvironment) -> None:
     blocked = loaded.config.gateway.block
     if blocked:
         click.echo(f"blocked: {', '.join(blocked)}")
+    if loaded.config.packs.enabled:
+        click.echo("\n".join(inventory.enabled_packs(env.running_runtime, env.config_path)))
 
 
 @cli.command("tools")
@@ -265,30 +270,14 @@ def plugins_command(env: CliEnvironment) -> None:
 @_config_option
 @click.pass_obj
 def tools_command(env: CliEnvironment, as_json: bool) -> None:
-    """The tools the configured packs serve, with their schemas."""
+    """The tools the configured packs serve, with their schemas and the remote server each comes from."""
 
-    async def main() -> None:
+    async def main() -> tuple[list[dict[str, Any]], list[str]]:
         async with env.running_runtime() as runtime:
-            rows = [
-                {
-                    "name": name,
-                    "pack": served.pack,
-                    "description": served.tool.description,
-                    "scope": served.tool.scope,
-                    "inputSchema": served.input_schema,
-                    "outputSchema": served.output_schema,
-                }
-                for name, served in runtime.tools.items()
-            ]
-        if as_json:
-            click.echo(json.dumps(rows, indent=2))
-            return
-        for row in rows:
-            click.echo(f"{row['name']}  [{row['pack']}]  scope={row['scope'] or '-'}")
-            click.echo(f"    {row['description'].splitlines()[0] if row['description'] else ''}")
-            click.echo(f"    input:  {json.dumps(row['inputSchema'])}")
+            return inventory.tool_rows(runtime), inventory.upstream_lines(runtime)
 
-    _run(main)
+    rows, upstreams = _run(main)
+    click.echo(json.dumps(rows, indent=2) if as_json else "\n".join(inventory.tool_lines(rows, upstreams)))
 
 
 @cli.command("call")

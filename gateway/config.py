@@ -58,6 +58,9 @@ class TransportSection(_Section):
     """Permit ``providers.auth = "none"`` on a non-loopback host (refused by default)."""
     public_url: str | None = None
     """The externally visible base URL (for OAuth protected-resource metadata)."""
+    metrics: Literal["private", "public", "off"] = "private"
+    """``GET /metrics`` (Prometheus): behind authentication like every other route (``private``), open to anyone
+    who can reach the port (``public``, for a scraper on a private network), or not served (``off``)."""
 
 
 class RestTierSize(_Section):

@@ -18,7 +18,7 @@ import structlog
 import uvicorn
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -119,13 +119,24 @@ def _health(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[JSONRespon
     return health
 
 
+def _metrics(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[Response]]:
+    from gateway.metrics import CONTENT_TYPE
+
+    async def metrics(request: Request) -> Response:
+        return Response(runtime.metrics.render(), media_type=CONTENT_TYPE)
+
+    return metrics
+
+
 def extra_routes(runtime: GatewayRuntime, auth: HttpAuth | None = None, rest: RestApi | None = None) -> list[BaseRoute]:
-    """``/health``, the OAuth protected-resource metadata when tokens come from an issuer, and the REST API when
-    enabled (``rest``, or one built here)."""
+    """``/health``, ``/metrics`` unless turned off, the OAuth protected-resource metadata when tokens come from an
+    issuer, and the REST API when enabled (``rest``, or one built here)."""
     from gateway.oauth_metadata import protected_resource_routes
 
     auth = auth or describe_auth(runtime)
     routes: list[BaseRoute] = [Route("/health", _health(runtime), methods=["GET"])]
+    if runtime.loaded.config.transport.metrics != "off":
+        routes.append(Route("/metrics", _metrics(runtime), methods=["GET"]))
     routes += protected_resource_routes(runtime, auth)
     if runtime.loaded.config.transport.rest:
         routes.append((rest or RestApi(runtime, auth)).mount())

@@ -129,7 +129,7 @@ def _strings(value: Any) -> list[str]:
 
 def required_scopes(runtime: GatewayRuntime) -> list[str]:
     """Every scope a served tool or resource requires, sorted."""
-    scopes = {served.tool.scope for served in runtime.tools.values()}
+    scopes = {scope for served in runtime.tools.values() for scope in served.tool.scopes}
     scopes |= {resource.scope for _, resource in runtime.resources.values()}
     scopes |= {template.scope for _, template, _ in runtime.templates}
     return sorted(scope for scope in scopes if scope)

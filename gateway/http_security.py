@@ -1,6 +1,7 @@
 """The request checks in front of MCP and the REST facade: Host and Origin, credentials, and tool scopes.
 
-For every path but ``/health`` and ``/.well-known/...`` (public by design), in this order:
+For every path but ``/health`` and ``/.well-known/...`` (public by design), and ``/metrics`` when configured public
+(``transport.metrics``), in this order:
 
 1. ``Host`` must be a loopback name, the bound address, or in ``transport.allowed_hosts`` (DNS-rebinding
    protection; 421 otherwise), and ``Origin``, when sent, a loopback origin or in ``transport.allowed_origins``
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -86,15 +87,25 @@ def matches(value: str, patterns: Sequence[str]) -> bool:
     return False
 
 
-def scope_refusal(runtime: GatewayRuntime, tool_name: str, principal: Principal) -> Forbidden | None:
-    """The refusal for calling ``tool_name`` without its scope, or None (also for unknown tools)."""
+def scope_refusal(
+    runtime: GatewayRuntime, tool_name: str, principal: Principal, arguments: Any = None
+) -> Forbidden | None:
+    """The refusal for calling ``tool_name`` with ``arguments`` (as sent) without the scope that call needs, or
+    None (also for unknown tools). Without ``arguments``, only a tool the principal may not call at all is refused.
+    """
     served = runtime.tools.get(tool_name)
-    if served is None or principal.allows(served.tool.scope):
+    if served is None:
         return None
-    return Forbidden(
-        f"the caller lacks the scope {served.tool.scope!r} required by {tool_name}",
-        details={"scope": served.tool.scope},
-    )
+    tool = served.tool
+    if not tool.visible_to(principal):
+        scope = tool.scope
+    elif isinstance(arguments, Mapping):
+        scope = tool.scope_for(arguments)
+    else:
+        return None
+    if principal.allows(scope):
+        return None
+    return Forbidden(f"the caller lacks the scope {scope!r} required by {tool_name}", details={"scope": scope})
 
 
 class SessionOwners:
@@ -141,13 +152,14 @@ class SecurityMiddleware:
         self.hosts = list(hosts)
         self.origins = list(origins)
         self.mcp_path = runtime.loaded.config.transport.path
+        self.open_paths = {"/metrics"} if runtime.loaded.config.transport.metrics == "public" else set()
         self.sessions = SessionOwners()
         named = {c.params["header"] for c in auth.challenges if "header" in c.params}
         self.secret_headers = {name.lower().encode("latin-1") for name in CREDENTIAL_HEADERS | named}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or is_public(path) or scope.get("method") == "OPTIONS":
+        if scope["type"] != "http" or is_public(path) or path in self.open_paths or scope.get("method") == "OPTIONS":
             await self.app(scope, receive, send)
             return
         message: Any = None
@@ -216,7 +228,8 @@ class SecurityMiddleware:
             if isinstance(item, dict) and item.get("method") == "tools/call":
                 params = item.get("params")
                 name = params.get("name") if isinstance(params, dict) else None
-                denied = scope_refusal(self.runtime, name, principal) if isinstance(name, str) else None
+                arguments = params.get("arguments") if isinstance(params, dict) else None
+                denied = scope_refusal(self.runtime, name, principal, arguments) if isinstance(name, str) else None
                 if denied is not None:
                     raise denied
         return principal

@@ -23,6 +23,7 @@ from gateway.api.context import Principal
 from gateway.api.errors import ConfigError, ToolError
 from gateway.api.rate_limits import RateDecision
 from gateway.api.rest import RestRoute, RestRouteSource
+from gateway.api.tools import ScopeByArgument
 from gateway.http_auth import HttpAuth
 from gateway.http_errors import error_envelope, tool_error_response
 from gateway.http_security import scope_refusal
@@ -41,6 +42,10 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 def _principal(runtime: GatewayRuntime, request: Request) -> Principal:
     principal = getattr(request.state, "principal", None)
     return principal or runtime.default_principal  # type: ignore[return-value]
+
+
+def _scope_by(scope_by: ScopeByArgument) -> dict[str, Any]:
+    return {"argument": scope_by.argument, "scopes": dict(scope_by.scopes)}
 
 
 def contributed_routes(runtime: GatewayRuntime) -> Iterator[tuple[str, RestRoute]]:
@@ -158,6 +163,7 @@ class RestApi:
                         "name": s.name,
                         "description": s.tool.description,
                         "scope": s.tool.scope,
+                        **({"scope_by": _scope_by(s.tool.scope_by)} if s.tool.scope_by else {}),
                         "input_schema": s.input_schema,
                         "output_schema": s.output_schema,
                     }
@@ -186,6 +192,9 @@ class RestApi:
             return error_envelope(400, f"the body is not valid JSON: {exc}", correlation_id=cid)
         if not isinstance(arguments, dict):
             return error_envelope(400, "the body must be a JSON object", correlation_id=cid)
+        denied = scope_refusal(runtime, name, principal, arguments)  # a scope that depends on the arguments
+        if denied is not None:
+            return tool_error_response(denied, cid, self._challenge(denied))
         try:
             outcome = await runtime.call_tool(name, arguments, context)
         except UnknownTool:

@@ -18,7 +18,7 @@ from gateway import __version__
 from gateway.api.context import Principal
 from gateway.http_auth import HttpAuth
 from gateway.http_errors import STATUS_CODES
-from gateway.runtime import GatewayRuntime
+from gateway.runtime import GatewayRuntime, ServedTool
 
 if TYPE_CHECKING:
     from gateway.rest_routes import ServedRoute
@@ -87,6 +87,16 @@ def _security(schemes: dict[str, Any], scope: str | None) -> list[dict[str, list
     return [{name: [scope] if scope else []} for name in schemes]
 
 
+def _tool_schemas(served: ServedTool, refs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A tool's request and response body schemas: references to its models, or its own JSON Schemas (a tool
+    without an output schema answers with MCP's ``{"content", "isError"}`` shape)."""
+    tool = served.tool
+    if tool.input_model is not None:
+        return refs[(tool.input_model, "validation")], refs[(tool.output_model, "serialization")]
+    content = {"type": "object", "properties": {"content": {"type": "array"}, "isError": {"type": "boolean"}}}
+    return served.input_schema, served.output_schema or content
+
+
 def openapi_document(
     runtime: GatewayRuntime,
     auth: HttpAuth | None = None,
@@ -100,7 +110,8 @@ def openapi_document(
     schemes = security_schemes(auth)
     models: list[tuple[type[BaseModel], Any]] = [(ErrorEnvelope, "serialization")]
     for served in served_tools:
-        models += [(served.tool.input_model, "validation"), (served.tool.output_model, "serialization")]
+        if served.tool.input_model is not None and served.tool.output_model is not None:
+            models += [(served.tool.input_model, "validation"), (served.tool.output_model, "serialization")]
     for item in visible:
         models.append((item.route.input_model, "validation"))
         if item.route.output_model is not None:
@@ -130,29 +141,32 @@ def openapi_document(
     }
     for served in served_tools:
         tool = served.tool
+        in_schema, out_schema = _tool_schemas(served, refs)
         responses: dict[str, Any] = {
             "200": {
                 "description": "The tool's result",
                 "headers": RATE_HEADERS,
-                "content": {"application/json": {"schema": refs[(tool.output_model, "serialization")]}},
+                "content": {"application/json": {"schema": out_schema}},
             },
-            **_responses((400, 401, 403, 404, 413, 415, 422, 429, 500, 503), error_response, bool(schemes)),
+            **_responses((400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503), error_response, bool(schemes)),
         }
         operation: dict[str, Any] = {
             "operationId": served.name,
             "summary": (tool.description or served.name).strip().splitlines()[0],
             "description": tool.description,
             "tags": [served.pack],
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": refs[(tool.input_model, "validation")]}},
-            },
+            "requestBody": {"required": True, "content": {"application/json": {"schema": in_schema}}},
             "responses": responses,
         }
         if tool.scope:
             operation["x-required-scope"] = tool.scope
             if schemes:
                 operation["security"] = _security(schemes, tool.scope)
+        if tool.scope_by is not None:  # the scope a call needs, by the value of one argument
+            operation["x-scope-by-argument"] = {
+                "argument": tool.scope_by.argument,
+                "scopes": dict(tool.scope_by.scopes),
+            }
         paths[f"{PREFIX}/tools/{served.name}"] = {"post": operation}
     for item in visible:
         path = paths.setdefault(PREFIX + item.route.path, {})

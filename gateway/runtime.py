@@ -1,4 +1,4 @@
-"""The gateway runtime: enabled packs, their tools and resources, the call pipeline, and one call's life.
+"""The gateway runtime: enabled packs, their tools, resources and prompts, the call pipeline, and one call's life.
 
 The runtime knows nothing about MCP framing; transports (the MCP adapter, the REST facade, the CLI) call
 :meth:`GatewayRuntime.call_tool` and render its :class:`CallOutcome`.
@@ -6,20 +6,17 @@ The runtime knows nothing about MCP framing; transports (the MCP adapter, the RE
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import anyio
 import structlog
 from pydantic import BaseModel, ValidationError
 
 from gateway.api.context import CallContext, Principal, Transport
 from gateway.api.errors import (
-    ConfigError,
     Forbidden,
     GatewayError,
     InternalError,
@@ -29,21 +26,29 @@ from gateway.api.errors import (
 )
 from gateway.api.registry import InterceptorContext, PackContext
 from gateway.api.tools import (
+    Prompt,
+    PromptResult,
     Resource,
     ResourceContent,
     ResourceEntry,
     ResourceTemplate,
-    Tool,
     ToolCall,
+    ToolOutput,
     ToolPack,
+    UpstreamStatus,
 )
+from gateway.catalogue import Catalogue, ServedTool
 from gateway.config import LoadedConfig
 from gateway.identity import local_principal
+from gateway.json_schemas import schema_errors
 from gateway.logs import call_log, enter_call, exit_call
+from gateway.metrics import GatewayMetrics
+from gateway.outcomes import CallOutcome, checked_output, invalid_arguments, schema_outcome, validation_details
 from gateway.pipeline import Link, build_chain, tool_error_in
 from gateway.plugin_manager import GatewayPlugins
 from gateway.providers import ProviderHub
-from gateway.tool_schemas import input_schema, output_schema
+
+__all__ = ["CallOutcome", "GatewayRuntime", "ServedTool", "UnknownTool"]
 
 log = structlog.get_logger(__name__)
 
@@ -52,41 +57,11 @@ class UnknownTool(GatewayError):
     """No served tool has this name (a protocol error, not a tool result)."""
 
 
-@dataclass(frozen=True)
-class ServedTool:
-    name: str
-    pack: str
-    tool: Tool[Any, Any]
-    pack_obj: ToolPack
-    encoder: json.JSONEncoder
-    """Renders the result's text block (built once: ``json.dumps`` would build one per call)."""
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any]
+CatalogueListener = Callable[[], Awaitable[None]]
 
 
-@dataclass(frozen=True)
-class CallOutcome:
-    """A rendered tool result: the JSON body, its text form, and the error if it failed."""
-
-    is_error: bool
-    body: dict[str, Any]
-    text: str
-    error: ToolError | None = None
-    context: CallContext | None = None
-
-
-def _validation_details(exc: ValidationError) -> list[dict[str, str]]:
-    return [
-        {"field": ".".join(str(p) for p in err["loc"]) or "(root)", "message": err["msg"], "type": err["type"]}
-        for err in exc.errors(include_url=False)
-    ]
-
-
-def _template_regex(template: str) -> re.Pattern[str]:
-    """``{name}`` matches one path segment; ``{+name}`` (RFC 6570 reserved expansion) matches across ``/``."""
-    pattern = re.sub(r"\\\{\\\+(\w+)\\\}", r"(?P<\1>.*)", re.escape(template))
-    pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", pattern)
-    return re.compile(f"^{pattern}$")
+def _lacks(scope: str | None, tool_name: str) -> Forbidden:
+    return Forbidden(f"the caller lacks the scope {scope!r} required by {tool_name}", details={"required_scope": scope})
 
 
 class GatewayRuntime:
@@ -97,9 +72,15 @@ class GatewayRuntime:
         self.plugins = plugins
         self.providers = ProviderHub(loaded, plugins.registry)
         self.packs: dict[str, ToolPack] = {}
-        self.tools: dict[str, ServedTool] = {}
-        self.resources: dict[str, tuple[str, Resource]] = {}
-        self.templates: list[tuple[str, ResourceTemplate, re.Pattern[str]]] = []
+        self.metrics = GatewayMetrics(self.upstream_statuses)
+        self.catalogue = Catalogue(self.metrics, loaded.source)
+        self.tools = self.catalogue.tools
+        self.resources = self.catalogue.resources
+        self.templates = self.catalogue.templates
+        self.prompts = self.catalogue.prompts
+        self._catalogue_listeners: list[CatalogueListener] = []
+        self._indexed: set[str] = set()
+        self._upstreams: Any = None
         self._chain: Any = None
         self._interceptors: list[Link] = []
         self.default_principal: Principal | None = None
@@ -137,11 +118,14 @@ class GatewayRuntime:
                     embeddings=self.providers.embeddings,
                     sanitization=self.providers.sanitization,
                     instantiate=self.providers.instantiate,
+                    upstreams=self.upstream_connector,
+                    catalogue_changed=self._announcer(name),
                 )
                 pack = reg.factory(context)
                 self.packs[name] = pack
                 await pack.start()
-                self._index(name, pack)
+                self.catalogue.add_pack(name, pack, self._prefix(name))
+                self._indexed.add(name)
             for ref in cfg.pipeline.interceptors:
                 reg = registry.interceptors[ref.name]
                 context = InterceptorContext(
@@ -149,7 +133,7 @@ class GatewayRuntime:
                     config=self.loaded.plugin_config(reg),
                     data_dir=data_dir / "interceptors" / ref.name,
                     provider=self.providers.get,
-                    tools={name: (served.pack, served.tool) for name, served in self.tools.items()},
+                    tools=self.catalogue.tool_view(),
                     packs={name: name in cfg.packs.enabled for name in registry.packs},
                 )
                 interceptor = reg.factory(context)
@@ -163,30 +147,42 @@ class GatewayRuntime:
         self._started = True
         log.info("gateway started", packs=list(self.packs), tools=len(self.tools), data_dir=str(data_dir))
 
-    def _index(self, pack_name: str, pack: ToolPack) -> None:
-        prefix = self.loaded.config.packs.prefix.get(pack_name, "")
-        for tool in pack.tools():
-            full = prefix + tool.name
-            if full in self.tools:
-                other = self.tools[full].pack
-                raise ConfigError(
-                    f"{self.loaded.source}: 'packs.enabled': tool name collision: {full!r} is offered by pack "
-                    f"{other!r} and by pack {pack_name!r}; disable one or set [packs.prefix] for one of them"
-                )
-            encoder = json.JSONEncoder(indent=tool.text_indent, ensure_ascii=False)
-            self.tools[full] = ServedTool(
-                full, pack_name, tool, pack, encoder, input_schema(tool.input_model), output_schema(tool.output_model)
-            )
-        for resource in pack.resources():
-            if resource.uri in self.resources:
-                other = self.resources[resource.uri][0]
-                raise ConfigError(
-                    f"{self.loaded.source}: 'packs.enabled': resource {resource.uri!r} is offered by pack {other!r} "
-                    f"and by pack {pack_name!r}; enable one of them"
-                )
-            self.resources[resource.uri] = (pack_name, resource)
-        for template in pack.resource_templates():
-            self.templates.append((pack_name, template, _template_regex(template.uri_template)))
+    def _prefix(self, pack_name: str) -> str:
+        return self.loaded.config.packs.prefix.get(pack_name, "")
+
+    def upstream_connector(self) -> Any:
+        """The client for other MCP servers that packs receive (built on first use)."""
+        if self._upstreams is None:
+            from gateway.mcp_adapter import SdkWire  # the one module that speaks the SDK
+            from gateway.upstream_session import WireConnector
+
+            self._upstreams = WireConnector(SdkWire)
+        return self._upstreams
+
+    def _announcer(self, pack_name: str) -> CatalogueListener:
+        async def catalogue_changed() -> None:
+            pack = self.packs.get(pack_name)
+            if pack is None or pack_name not in self._indexed:  # not indexed yet: the start-up index will read it
+                return
+            self.catalogue.replace_pack(pack_name, pack, self._prefix(pack_name))
+            log.info("catalogue changed", pack=pack_name, tools=len(self.tools), prompts=len(self.prompts))
+            for listener in list(self._catalogue_listeners):
+                try:
+                    await listener()
+                except Exception:
+                    log.exception("catalogue listener failed")
+
+        return catalogue_changed
+
+    def add_catalogue_listener(self, listener: CatalogueListener) -> Callable[[], None]:
+        """Call ``listener`` after a pack changed what it offers (transports tell their clients); returns a
+        function that removes it."""
+        self._catalogue_listeners.append(listener)
+        return lambda: self._catalogue_listeners.remove(listener) if listener in self._catalogue_listeners else None
+
+    def upstream_statuses(self) -> list[tuple[str, UpstreamStatus]]:
+        """``(pack, status)`` for every remote service the enabled packs forward to."""
+        return [(name, status) for name, pack in self.packs.items() for status in pack.status()]
 
     async def stop(self) -> None:
         for link in reversed(self._interceptors):
@@ -206,7 +202,7 @@ class GatewayRuntime:
 
     def visible_tools(self, principal: Principal) -> list[ServedTool]:
         """The tools ``principal`` may call (``tools/list`` shows only these)."""
-        return [served for served in self.tools.values() if principal.allows(served.tool.scope)]
+        return [served for served in self.tools.values() if served.tool.visible_to(principal)]
 
     def new_context(
         self,
@@ -239,35 +235,51 @@ class GatewayRuntime:
         scope = enter_call(context.correlation_id, name)
         try:
             outcome = await self._call(served, arguments or {}, context)
+        except anyio.get_cancelled_exc_class():
+            self._record(served, context, started, "cancelled")
+            raise
         finally:
             exit_call(scope)
+        self._record(served, context, started, outcome.error.code if outcome.error else None)
+        return outcome
+
+    def _record(self, served: ServedTool, context: CallContext, started: float, error: str | None) -> None:
+        elapsed = time.perf_counter() - started
+        if served.metrics is not None:
+            served.metrics.observe(elapsed, error)
         self._call_log(
-            tool=name,
+            tool=served.name,
             correlation_id=context.correlation_id,
             principal=context.principal.key,
             transport=context.transport,
-            error=outcome.error.code if outcome.error else None,
-            ms=round((time.perf_counter() - started) * 1000, 2),
+            error=error,
+            ms=round(elapsed * 1000, 2),
         )
-        return outcome
 
     async def _call(self, served: ServedTool, arguments: Mapping[str, Any], context: CallContext) -> CallOutcome:
         tool = served.tool
         try:
-            if not context.principal.allows(tool.scope):
-                raise Forbidden(
-                    f"the caller lacks the scope {tool.scope!r} required by {served.name}",
-                    details={"required_scope": tool.scope},
-                )
-            try:
-                args = tool.input_model.model_validate(arguments)
-            except ValidationError as exc:
-                errors = _validation_details(exc)
-                summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-                raise ValidationFailed(f"invalid arguments: {summary}", details={"errors": errors}) from None
+            if not tool.visible_to(context.principal):
+                raise _lacks(tool.scope, served.name)
+            args: BaseModel | dict[str, Any]
+            if tool.input_model is not None:
+                try:
+                    args = tool.input_model.model_validate(arguments)
+                except ValidationError as exc:
+                    raise invalid_arguments(validation_details(exc)) from None
+            else:
+                assert served.input_validator is not None
+                if errors := schema_errors(served.input_validator, arguments):
+                    raise invalid_arguments(errors)
+                args = dict(arguments)
+            required = tool.scope_for(args)
+            if not context.principal.allows(required):
+                raise _lacks(required, served.name)
             call = ToolCall(tool=tool, pack=served.pack, arguments=args, raw_arguments=arguments, context=context)
             result = await self._chain(call)
-            model = self._checked_output(tool, result)
+            if tool.input_model is None:
+                return schema_outcome(served, result, context)
+            model = checked_output(tool, result)
         except ToolError as err:
             return self._error(served, err, context)
         except Exception as exc:
@@ -283,29 +295,40 @@ class GatewayRuntime:
         text = tool.text(model) if tool.text is not None else served.encoder.encode(body)
         return CallOutcome(False, body, text, context=context)
 
-    async def _invoke(self, call: ToolCall) -> BaseModel:
-        return await call.tool.handler(call.arguments, call.context)
-
-    @staticmethod
-    def _checked_output(tool: Tool[Any, Any], result: Any) -> BaseModel:
-        if isinstance(result, tool.output_model):
-            return result
-        try:
-            if isinstance(result, BaseModel):
-                result = result.model_dump()
-            return tool.output_model.model_validate(result)
-        except ValidationError as exc:
-            log.error("tool returned output that does not match its model", tool=tool.name, errors=exc.errors())
-            raise InternalError(
-                "the tool produced an invalid result",
-                details={"errors": [e["field"] for e in _validation_details(exc)]},
-            ) from None
+    async def _invoke(self, call: ToolCall) -> ToolOutput:
+        return await call.tool.handler(call.arguments, call.context)  # type: ignore[arg-type]
 
     def _error(self, served: ServedTool, err: ToolError, context: CallContext) -> CallOutcome:
         body = served.pack_obj.format_error(err) or err.to_body()
         return CallOutcome(True, body, served.encoder.encode(body), error=err, context=context)
 
     # -- resources -------------------------------------------------------------------------------------------
+
+    async def read_resource(self, uri: str, context: CallContext) -> list[ResourceContent]:
+        """The contents at ``uri`` (from a fixed resource or the first template that matches it)."""
+        read = await self._read(uri, context)
+        return [read] if isinstance(read, ResourceContent) else list(read)
+
+    # -- prompts ---------------------------------------------------------------------------------------------
+
+    def visible_prompts(self, principal: Principal) -> list[tuple[str, Prompt]]:
+        """``(full name, prompt)`` for the prompts ``principal`` may get."""
+        return [(name, prompt) for name, (_, prompt) in self.prompts.items() if principal.allows(prompt.scope)]
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None, context: CallContext) -> PromptResult:
+        """Render prompt ``name``; :class:`NotFound` when no pack offers it, :class:`ValidationFailed` naming a
+        missing required argument."""
+        entry = self.prompts.get(name)
+        if entry is None:
+            raise NotFound(f"no prompt {name!r}")
+        prompt = entry[1]
+        if not context.principal.allows(prompt.scope):
+            raise Forbidden(f"the caller lacks the scope {prompt.scope!r} for prompt {name}")
+        given = dict(arguments or {})
+        missing = [arg.name for arg in prompt.arguments if arg.required and arg.name not in given]
+        if missing:
+            raise invalid_arguments([{"field": m, "message": "Field required", "type": "missing"} for m in missing])
+        return await prompt.render(given, context)
 
     def visible_resources(self, principal: Principal) -> list[Resource]:
         return [res for _, res in self.resources.values() if principal.allows(res.scope)]
@@ -338,7 +361,7 @@ class GatewayRuntime:
             number, inner = number + 1, None
         return [], None
 
-    async def read_resource(self, uri: str, context: CallContext) -> ResourceContent:
+    async def _read(self, uri: str, context: CallContext) -> ResourceContent | Sequence[ResourceContent]:
         if uri in self.resources:
             resource = self.resources[uri][1]
             if not context.principal.allows(resource.scope):

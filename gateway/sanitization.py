@@ -8,14 +8,22 @@ layers configured for the field's kind, in order, each on the previous layer's o
 (``placeholder=None``) or anything the re-scan still finds refuses the whole submission, and no text is
 returned.
 
+Long texts leave the event loop (:func:`gateway.api.sanitize_off_loop`): a layer that offers a synchronous
+``sanitize_sync(text, *, placeholders)`` (the offline layers, whose work is CPU-bound: a few milliseconds per 10
+kB) runs it in a worker thread for texts of :data:`gateway.api.OFF_LOOP_CHARS` or more; shorter texts, and layers
+without it (the LLM layer waits on the network), are awaited on the loop, which gets a turn between them whenever
+:data:`SLICE_SECONDS` have passed.
+
 This module imports only :mod:`gateway.api` and libraries: layers are providers the host looks up by name.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import anyio.lowlevel
 import structlog
 
 from gateway.api import (
@@ -26,6 +34,7 @@ from gateway.api import (
     SanitizationFailed,
     SanitizationReport,
     Sanitizer,
+    sanitize_off_loop,
 )
 
 __all__ = ["PipelineReport", "SanitizationPipeline"]
@@ -33,6 +42,21 @@ __all__ = ["PipelineReport", "SanitizationPipeline"]
 log = structlog.get_logger(__name__)
 
 REFUSAL_REASON = "sanitization_failed"
+
+SLICE_SECONDS = 0.005
+"""Inline work after which the pipeline lets other tasks run before the next layer or field."""
+
+
+class _Turns:
+    """Gives the event loop a turn once :data:`SLICE_SECONDS` of work have run since the last one."""
+
+    def __init__(self) -> None:
+        self._since = time.perf_counter()
+
+    async def maybe_yield(self) -> None:
+        if time.perf_counter() - self._since >= SLICE_SECONDS:
+            await anyio.lowlevel.checkpoint()
+            self._since = time.perf_counter()
 
 
 @dataclass
@@ -107,22 +131,27 @@ class SanitizationPipeline:
         outputs: dict[str, str] = {}
         by_field: dict[str, list[Finding]] = {}
         unresolved: list[Finding] = []
+        turns = _Turns()
         for name, (text, kind) in fields.items():
             current = text
             found: list[Finding] = []
             for layer in self._layers[FieldKind(kind)]:
                 if not current:
                     break
+                await turns.maybe_yield()
                 try:
-                    result = await layer.sanitize(current, kind=FieldKind(kind), placeholders=placeholders)
+                    result = await sanitize_off_loop(layer, current, kind=FieldKind(kind), placeholders=placeholders)
                 except Exception as exc:  # SanitizationFailed or a bug: either way nothing passes through
                     return self._layer_failure(name, layer, exc)
                 found.extend(result.findings)
                 unresolved.extend(f for f in result.findings if f.placeholder is None)
                 current = result.text
             if current:
+                await turns.maybe_yield()
                 try:
-                    rescan = await self._verifier.sanitize(current, kind=FieldKind(kind), placeholders=PlaceholderMap())
+                    rescan = await sanitize_off_loop(
+                        self._verifier, current, kind=FieldKind(kind), placeholders=PlaceholderMap()
+                    )
                 except Exception as exc:
                     return self._layer_failure(name, self._verifier, exc)
                 unresolved.extend(rescan.findings)
@@ -167,9 +196,13 @@ class SanitizationPipeline:
         layer fails or leaves a finding it could not redact."""
         placeholders = PlaceholderMap()
         current = text
+        turns = _Turns()
         for layer in self._query_layers:
+            await turns.maybe_yield()
             try:
-                result = await layer.sanitize(current, kind=FieldKind.ERROR_MESSAGE, placeholders=placeholders)
+                result = await sanitize_off_loop(
+                    layer, current, kind=FieldKind.ERROR_MESSAGE, placeholders=placeholders
+                )
             except SanitizationFailed:
                 raise
             except Exception as exc:

@@ -1,7 +1,8 @@
 """The public surface of the gateway: the only module a plugin imports from the host.
 
-Hook markers, the Tool/ToolPack types, REST routes, the call context, errors, and the provider protocols (Embedder,
-VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator).
+Hook markers, the Tool/ToolPack types (with resources and prompts), REST routes, the call context, errors, the
+provider protocols (Embedder, VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator, Connector), the
+client for other MCP servers (UpstreamConnector), and :func:`off_loop` for CPU-bound work.
 """
 
 from __future__ import annotations
@@ -9,9 +10,13 @@ from __future__ import annotations
 from gateway.api.auth import Authenticator
 from gateway.api.commands import CommandEnvironment
 from gateway.api.connectors import (
+    ChangedDocument,
+    ChangePage,
     Connector,
     DocumentContent,
+    DocumentSection,
     HistoryEntry,
+    IncrementalConnector,
     ScanResult,
     SkippedDocument,
     SkipReason,
@@ -48,6 +53,7 @@ from gateway.api.judges import (
     rubric_score,
 )
 from gateway.api.markers import PROJECT_NAME, hookimpl
+from gateway.api.offload import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, sanitize_off_loop
 from gateway.api.rate_limits import RateDecision, RateLimiter, RateLimitRule
 from gateway.api.registry import (
     AUTH,
@@ -82,6 +88,10 @@ from gateway.api.stores import Migration, RelationalStore, StoreIntegrityError, 
 from gateway.api.tools import (
     CallNext,
     Interceptor,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    PromptResult,
     Reindexable,
     ReindexProgress,
     ReindexReport,
@@ -90,10 +100,30 @@ from gateway.api.tools import (
     ResourceEntry,
     ResourcePage,
     ResourceTemplate,
+    ScopeByArgument,
     Tool,
     ToolAnnotations,
     ToolCall,
+    ToolOutput,
     ToolPack,
+    ToolResult,
+    UpstreamStatus,
+)
+from gateway.api.upstream import (
+    HttpTarget,
+    ListKind,
+    RemotePrompt,
+    RemoteResource,
+    RemoteResourceTemplate,
+    RemoteTool,
+    StdioTarget,
+    UpstreamConnectionLost,
+    UpstreamConnector,
+    UpstreamError,
+    UpstreamRequestFailed,
+    UpstreamSession,
+    UpstreamSessionExpired,
+    UpstreamTarget,
 )
 from gateway.api.vectors import FieldType, Filter, ScoredPoint, VectorPoint, VectorStore
 
@@ -102,6 +132,8 @@ __all__ = [
     "CONNECTOR",
     "EMBEDDER",
     "JUDGE",
+    "OFF_LOOP_CHARS",
+    "PROCESS_CHARS",
     "PROJECT_NAME",
     "PROVIDER_KINDS",
     "RATE_LIMITER",
@@ -113,11 +145,14 @@ __all__ = [
     "Authenticator",
     "CallContext",
     "CallNext",
+    "ChangePage",
+    "ChangedDocument",
     "CommandEnvironment",
     "ConfigError",
     "Connector",
     "DocumentContent",
     "DocumentEmbeddings",
+    "DocumentSection",
     "EmbedTask",
     "Embedder",
     "EmbeddingService",
@@ -128,6 +163,8 @@ __all__ = [
     "Forbidden",
     "GatewayError",
     "HistoryEntry",
+    "HttpTarget",
+    "IncrementalConnector",
     "InsufficientData",
     "Interceptor",
     "InterceptorContext",
@@ -136,6 +173,7 @@ __all__ = [
     "Judge",
     "JudgeRequest",
     "JudgeResult",
+    "ListKind",
     "Migration",
     "NoInput",
     "NotFound",
@@ -144,6 +182,10 @@ __all__ = [
     "PlaceholderMap",
     "PluginError",
     "Principal",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "PromptResult",
     "ProviderContext",
     "ProviderInstantiator",
     "ProviderRegistrar",
@@ -158,6 +200,10 @@ __all__ = [
     "ReindexReport",
     "Reindexable",
     "RelationalStore",
+    "RemotePrompt",
+    "RemoteResource",
+    "RemoteResourceTemplate",
+    "RemoteTool",
     "Resource",
     "ResourceContent",
     "ResourceEntry",
@@ -174,6 +220,7 @@ __all__ = [
     "SanitizedText",
     "Sanitizer",
     "ScanResult",
+    "ScopeByArgument",
     "ScoredPoint",
     "Secret",
     "ServiceUnavailable",
@@ -181,17 +228,30 @@ __all__ = [
     "SkipReason",
     "SkippedDocument",
     "SourceDocument",
+    "StdioTarget",
     "StoreIntegrityError",
     "Tool",
     "ToolAnnotations",
     "ToolCall",
     "ToolError",
+    "ToolOutput",
     "ToolPack",
+    "ToolResult",
     "Transaction",
     "Unauthenticated",
+    "UpstreamConnectionLost",
+    "UpstreamConnector",
+    "UpstreamError",
+    "UpstreamRequestFailed",
+    "UpstreamSession",
+    "UpstreamSessionExpired",
+    "UpstreamStatus",
+    "UpstreamTarget",
     "ValidationFailed",
     "VectorPoint",
     "VectorStore",
     "hookimpl",
+    "off_loop",
     "rubric_score",
+    "sanitize_off_loop",
 ]

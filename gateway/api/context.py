@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Transport = Literal["stdio", "http", "rest", "memory", "cli"]
+
+ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
+"""``sink(progress, total, message)``: delivers one progress notification to the caller."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class CallContext:
 
     ``state`` is a scratch dict interceptors use to pass facts down the chain (for instance the rate-limit
     decision, which the REST facade turns into ``X-RateLimit-*`` headers).
+
+    A call the client cancels (``notifications/cancelled``, or a dropped request) is cancelled as a task: the
+    handler sees the event loop's cancellation at its next ``await`` and must let it propagate.
     """
 
     correlation_id: str
@@ -49,3 +55,10 @@ class CallContext:
     tool_name: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
+    progress_sink: ProgressSink | None = field(default=None, repr=False)
+    """Set by the transport when the caller can receive progress (MCP ``notifications/progress``)."""
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Tell the caller how far the call has got. A no-op when the caller did not ask for progress."""
+        if self.progress_sink is not None:
+            await self.progress_sink(progress, total, message)

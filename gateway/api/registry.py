@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Protocol
@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, SecretStr
 from gateway.api.embedding import EmbeddingService
 from gateway.api.sanitizers import SanitizationService
 from gateway.api.tools import Interceptor, Tool, ToolPack
+from gateway.api.upstream import UpstreamConnector
 
 EMBEDDER = "embedder"
 VECTOR_STORE = "vector_store"
@@ -80,6 +81,18 @@ class PackContext:
     sanitization: Callable[[], SanitizationService]
     instantiate: ProviderInstantiator = _no_instances
     """Build several configured instances of one provider kind (the context pack's connectors, one per source)."""
+    upstreams: Callable[[], UpstreamConnector] = field(default=lambda: _no_upstreams())
+    """The client for other MCP servers (:mod:`gateway.api.upstream`), for packs that front them."""
+    catalogue_changed: Callable[[], Awaitable[None]] = field(default=lambda: _nothing_to_announce())
+    """Await after the pack's tools, resources or prompts changed: the host reads them again and notifies clients."""
+
+
+def _no_upstreams() -> UpstreamConnector:
+    raise NotImplementedError("this host offers no upstream connector")
+
+
+async def _nothing_to_announce() -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -91,7 +104,8 @@ class InterceptorContext:
     data_dir: Path
     provider: ProviderLookup
     tools: Mapping[str, tuple[str, Tool[Any, Any]]]
-    """Every served tool by full name, with the name of the pack that offers it."""
+    """Every served tool by full name, with the name of the pack that offers it (a live view: it follows the
+    packs' catalogue changes)."""
     packs: Mapping[str, bool] = field(default_factory=dict)
     """Every installed tool pack by name: True when it is enabled (so a link can tell a pack that is off from a
     name that exists nowhere)."""

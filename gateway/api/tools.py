@@ -1,14 +1,14 @@
-"""What a tool pack declares: tools, resources, resource templates, and the pack itself."""
+"""What a tool pack declares: tools, resources, resource templates, prompts, and the pack itself."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from gateway.api.context import CallContext
+from gateway.api.context import CallContext, Principal
 from gateway.api.errors import ToolError
 from gateway.api.rest import RestRoute
 
@@ -16,6 +16,9 @@ InT = TypeVar("InT", bound=BaseModel)
 OutT = TypeVar("OutT", bound=BaseModel)
 
 ToolHandler = Callable[[InT, CallContext], Awaitable[OutT]]
+SchemaToolHandler = Callable[[dict[str, Any], CallContext], Awaitable["ToolResult | Mapping[str, Any]"]]
+"""The handler of a tool declared with JSON Schemas: the validated arguments as a dict in, a :class:`ToolResult`
+(content blocks passed through as they are) or the structured result as a mapping out."""
 
 
 @dataclass(frozen=True)
@@ -30,36 +33,142 @@ class ToolAnnotations:
 
 
 @dataclass(frozen=True)
-class Tool(Generic[InT, OutT]):
-    """One tool: its full name, pydantic models for input and output, and an async handler.
+class ScopeByArgument:
+    """A scope that depends on what a call asks for: the value of one argument (an ``action``) picks it.
 
-    The host derives ``inputSchema``/``outputSchema`` from the models, validates arguments before the handler
-    and the returned model after it, and answers with ``structuredContent`` plus a JSON text block.
-    ``scope`` is the permission a caller needs (``None``: anyone who may reach the gateway).
+    ``Tool(..., scope="index:write", scope_by=ScopeByArgument("action", {"status": "index:read"}))``: a call with
+    ``action="status"`` needs ``index:read``, any other call ``index:write``. The host checks the scope of the
+    validated arguments before the handler runs (over HTTP, the raw arguments first: 403 ``insufficient_scope``
+    naming that scope), and ``tools/list`` shows the tool to a caller holding any of its scopes.
+    """
+
+    argument: str
+    scopes: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool result in MCP's own terms, for tools that pass content through (a remote server's, an image...).
+
+    ``content`` holds MCP content blocks as JSON objects (``{"type": "text", "text": ...}``, ``image``, ``audio``,
+    ``resource_link``, ``resource``), served unchanged; ``structured`` is the ``structuredContent`` (checked
+    against the tool's output schema unless ``is_error``); ``is_error`` marks a failure the tool reports itself.
+    """
+
+    content: Sequence[Mapping[str, Any]] = ()
+    structured: Mapping[str, Any] | None = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Tool(Generic[InT, OutT]):
+    """One tool: its full name, its input and output types, and an async handler.
+
+    Usually the types are pydantic models: the host derives ``inputSchema``/``outputSchema`` from them, validates
+    arguments before the handler and the returned model after it, and answers with ``structuredContent`` plus a
+    JSON text block. A tool whose schemas exist only as JSON Schema (a remote server's) is declared with
+    :meth:`from_json_schema` instead: the schemas are served unchanged, arguments are checked against the input
+    schema with ``jsonschema`` and reach the handler as a dict.
+    ``scope`` is the permission a caller needs (``None``: anyone who may reach the gateway); ``scope_by`` makes
+    it depend on one argument's value (:class:`ScopeByArgument`).
     ``text_indent`` sets the indentation of the JSON text block (``None``: compact); ``exclude_none`` leaves
     fields whose value is ``None`` out of the result (for optional fields a client must not see as ``null``).
     ``text`` renders the text block from the output model instead of the JSON dump (a formatted text meant for an
     LLM's context window); ``structuredContent`` still carries the model.
+    ``upstream`` names the remote service the tool forwards to, if any (shown by ``gateway tools``, a label of
+    the call metrics).
     """
 
     name: str
     description: str
-    input_model: type[InT]
-    output_model: type[OutT]
-    handler: ToolHandler[InT, OutT]
+    input_model: type[InT] | None
+    output_model: type[OutT] | None
+    handler: ToolHandler[InT, OutT] | SchemaToolHandler
     annotations: ToolAnnotations = ToolAnnotations()
     scope: str | None = None
     text_indent: int | None = None
     exclude_none: bool = False
     text: Callable[[OutT], str] | None = None
+    input_schema: Mapping[str, Any] | None = None
+    """The input JSON Schema of a tool without an input model (see :meth:`from_json_schema`)."""
+    output_schema: Mapping[str, Any] | None = None
+    """The output JSON Schema of a tool without an output model, if it declares one."""
+    upstream: str | None = None
+    scope_by: ScopeByArgument | None = None
+
+    def __post_init__(self) -> None:
+        if (self.input_model is None) == (self.input_schema is None):
+            raise TypeError(f"tool {self.name!r}: give an input model or an input JSON Schema (exactly one)")
+        if self.input_model is not None and (self.output_model is None or self.output_schema is not None):
+            raise TypeError(f"tool {self.name!r}: a tool with an input model needs an output model (and no schema)")
+        if self.input_model is None and self.output_model is not None:
+            raise TypeError(f"tool {self.name!r}: a JSON Schema tool declares its output as a JSON Schema too")
+
+    @classmethod
+    def from_json_schema(
+        cls,
+        name: str,
+        description: str,
+        input_schema: Mapping[str, Any],
+        handler: SchemaToolHandler,
+        *,
+        output_schema: Mapping[str, Any] | None = None,
+        annotations: ToolAnnotations = ToolAnnotations(),
+        scope: str | None = None,
+        upstream: str | None = None,
+    ) -> Tool[Any, Any]:
+        """A tool served with these JSON Schemas exactly as given."""
+        return cls(
+            name,
+            description,
+            None,
+            None,
+            handler,
+            annotations=annotations,
+            scope=scope,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            upstream=upstream,
+        )
+
+    @property
+    def uses_models(self) -> bool:
+        """True for a tool typed by pydantic models, False for one declared with JSON Schemas."""
+        return self.input_model is not None
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """Every scope some call of this tool needs."""
+        found = {self.scope, *(self.scope_by.scopes.values() if self.scope_by else ())}
+        return frozenset(scope for scope in found if scope)
+
+    def visible_to(self, principal: Principal) -> bool:
+        """Whether ``principal`` may make some call of this tool (``tools/list`` shows it)."""
+        return self.scope is None or any(principal.allows(scope) for scope in self.scopes)
+
+    def scope_for(self, arguments: BaseModel | Mapping[str, Any]) -> str | None:
+        """The scope a call with ``arguments`` (validated, or raw as sent) needs."""
+        if self.scope_by is None:
+            return self.scope
+        name = self.scope_by.argument
+        value = arguments.get(name) if isinstance(arguments, Mapping) else getattr(arguments, name, None)
+        return self.scope_by.scopes.get(value, self.scope) if isinstance(value, str) else self.scope
 
 
 @dataclass(frozen=True)
 class ResourceContent:
-    """What reading a resource returns: text (JSON, Markdown...) with its MIME type."""
+    """What reading a resource returns: text (JSON, Markdown...) or binary ``blob``, with its MIME type.
 
-    text: str
-    mime_type: str = "application/json"
+    A read may return several contents; each may name its own ``uri`` (default: the URI that was read).
+    """
+
+    text: str = ""
+    mime_type: str | None = "application/json"
+    blob: bytes | None = None
+    uri: str | None = None
+
+
+ResourceReadResult = ResourceContent | Sequence[ResourceContent]
 
 
 @dataclass(frozen=True)
@@ -68,10 +177,11 @@ class Resource:
 
     uri: str
     name: str
-    read: Callable[[CallContext], Awaitable[ResourceContent]]
+    read: Callable[[CallContext], Awaitable[ResourceReadResult]]
     description: str | None = None
-    mime_type: str = "application/json"
+    mime_type: str | None = "application/json"
     scope: str | None = None
+    title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,18 +214,79 @@ class ResourceTemplate:
 
     uri_template: str
     name: str
-    read: Callable[[Mapping[str, str], CallContext], Awaitable[ResourceContent]]
+    read: Callable[[Mapping[str, str], CallContext], Awaitable[ResourceReadResult]]
     description: str | None = None
-    mime_type: str = "application/json"
+    mime_type: str | None = "application/json"
     scope: str | None = None
+    title: str | None = None
     list: Callable[[str | None, CallContext], Awaitable[ResourcePage]] | None = None
+
+
+@dataclass(frozen=True)
+class PromptArgument:
+    """One argument of a prompt template (prompt arguments are strings)."""
+
+    name: str
+    description: str | None = None
+    required: bool = False
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class PromptMessage:
+    """One message of a rendered prompt: a role and one MCP content block as JSON."""
+
+    role: Literal["user", "assistant"]
+    content: Mapping[str, Any]
+
+    @classmethod
+    def text(cls, role: Literal["user", "assistant"], text: str) -> PromptMessage:
+        return cls(role, {"type": "text", "text": text})
+
+
+@dataclass(frozen=True)
+class PromptResult:
+    """What getting a prompt returns: its messages, and optionally a description."""
+
+    messages: Sequence[PromptMessage]
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """An MCP prompt template. ``render`` receives the caller's arguments once the host has checked that every
+    required one is present; the pack's ``[packs] prefix`` applies to prompt names as to tool names."""
+
+    name: str
+    render: Callable[[Mapping[str, str], CallContext], Awaitable[PromptResult]]
+    description: str | None = None
+    arguments: Sequence[PromptArgument] = ()
+    title: str | None = None
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
+class UpstreamStatus:
+    """The state of one remote service a pack forwards to, for ``gateway plugins``/``gateway tools`` and metrics.
+
+    ``state`` is ``up``, ``down``, ``starting`` or ``idle`` (not running, started on first use).
+    """
+
+    name: str
+    state: str
+    transport: str = ""
+    tools: int = 0
+    last_error: str | None = None
+    detail: str = ""
 
 
 class ToolPack:
     """Base class of a tool pack. Subclasses override :meth:`tools` and whatever else they offer.
 
     Lifecycle: the host builds the pack from its factory at start-up, awaits :meth:`start`, serves, and awaits
-    :meth:`stop` at shut-down. Per-request work happens in the tool, resource and REST route handlers.
+    :meth:`stop` at shut-down. Per-request work happens in the tool, resource and REST route handlers. A pack whose
+    tools, resources or prompts change while serving awaits :attr:`gateway.api.PackContext.catalogue_changed`: the
+    host then reads them again and tells connected clients (``notifications/tools/list_changed``...).
     """
 
     name: str = "unnamed"
@@ -129,6 +300,13 @@ class ToolPack:
         return ()
 
     def resource_templates(self) -> Sequence[ResourceTemplate]:
+        return ()
+
+    def prompts(self) -> Sequence[Prompt]:
+        return ()
+
+    def status(self) -> Sequence[UpstreamStatus]:
+        """The state of the remote services this pack forwards to (none for a pack that runs locally)."""
         return ()
 
     def rest_routes(self) -> Sequence[RestRoute]:
@@ -154,33 +332,36 @@ class ToolPack:
 class ToolCall:
     """A tool call as it travels through the interceptor chain.
 
-    ``arguments`` is the validated input model; interceptors may replace it (a sanitizer) but must keep its
-    type. ``raw_arguments`` is what the client sent.
+    ``arguments`` is the validated input model (a dict for a tool declared with JSON Schemas); interceptors may
+    replace it (a sanitizer) but must keep its type. ``raw_arguments`` is what the client sent.
     """
 
     tool: Tool[Any, Any]
     pack: str
-    arguments: BaseModel
+    arguments: BaseModel | dict[str, Any]
     raw_arguments: Mapping[str, Any]
     context: CallContext
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-CallNext = Callable[[ToolCall], Awaitable[BaseModel]]
+ToolOutput = BaseModel | ToolResult | Mapping[str, Any]
+"""What a call produces: the output model, or for a JSON Schema tool a :class:`ToolResult` or a mapping."""
+
+CallNext = Callable[[ToolCall], Awaitable[ToolOutput]]
 
 
 class Interceptor:
     """One link of the call pipeline, wrapped around every tool call.
 
     Return ``await call_next(call)`` to continue, raise a :class:`ToolError` to refuse, or return a model of the
-    tool's output type to answer without calling the tool. Unexpected exceptions are handled by the link's
-    configured ``on_error`` policy (``fail_closed``, the default, refuses the call; ``fail_open`` logs and
-    continues).
+    tool's output type (a :class:`ToolResult` for a JSON Schema tool) to answer without calling the tool.
+    Unexpected exceptions are handled by the link's configured ``on_error`` policy (``fail_closed``, the default,
+    refuses the call; ``fail_open`` logs and continues).
     """
 
     name: str = "interceptor"
 
-    async def __call__(self, call: ToolCall, call_next: CallNext) -> BaseModel:
+    async def __call__(self, call: ToolCall, call_next: CallNext) -> ToolOutput:
         return await call_next(call)
 
     async def start(self) -> None:

@@ -33,7 +33,6 @@ def register(cli: Any) -> None:
         root = path.resolve()
 
         async def main() -> str:
-            from gateway_plugins.context.models import IndexControlInput
             from gateway_plugins.context.service import DEFAULT_TENANT
 
             async with env.running_pack("context") as pack:
@@ -41,16 +40,13 @@ def register(cli: Any) -> None:
                 rows = await service.repo.list_connectors(service.store, DEFAULT_TENANT)
                 row = next((r for r in rows if r["type"] == "file" and _same_root(r["config"]["root"], root)), None)
                 if row is None:
-                    added = await service.manage_connectors(
-                        DEFAULT_TENANT, "add", None, {"type": "file", "name": name or root.name, "root": str(root)}
+                    added = await service.add_connector(
+                        DEFAULT_TENANT, {"type": "file", "name": name or root.name, "root": str(root)}
                     )
-                    connector_id = added.connectors[0].id
+                    connector_id = added.id
                 else:
-                    connector_id = row["id"]
-                action = "force_reindex" if force else "start"
-                started = await service.index_control(
-                    DEFAULT_TENANT, IndexControlInput(action=action, connectors=[connector_id])
-                )
+                    connector_id = row["public_id"]
+                started = await service.start_indexing(DEFAULT_TENANT, [connector_id], force=force)
                 job = started.current_job
                 assert job is not None
                 with tqdm(desc=connector_id, unit="file", file=sys.stderr) as bar:
@@ -63,8 +59,7 @@ def register(cli: Any) -> None:
                         if row["status"] not in ("running", "queued", "stopping"):
                             break
                         await asyncio.sleep(0.2)
-                info = await service.manage_connectors(DEFAULT_TENANT, "list", None, None)
-                mine = next(c for c in info.connectors if c.id == connector_id)
+                mine = await service.get_connector(DEFAULT_TENANT, connector_id)
                 skipped = ", ".join(f"{n} {r}" for r, n in mine.stats.skipped.items()) or "none"
                 return (
                     f"{connector_id}: job {row['status']}; {mine.stats.documents_indexed} files, "

@@ -11,6 +11,9 @@ root = "/srv/repos/backend"
 
 [plugins.context.ranking]         # stage weights; every stage can be switched off (bench/context_eval.py)
 dense_weight = 0.3
+
+[plugins.context.search]          # the deployment's search settings (each tenant may change its own: PATCH /config)
+max_results = 100
 ```
 """
 
@@ -23,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from gateway_plugins.context.retrieval.ranker import RankingOptions
 
-__all__ = ["ContextConfig", "DeclaredConnector", "RankingConfig"]
+__all__ = ["ContextConfig", "DeclaredConnector", "RankingConfig", "SearchSettings"]
 
 
 def _ranking_model() -> type[BaseModel]:
@@ -35,6 +38,23 @@ def _ranking_model() -> type[BaseModel]:
 
 RankingConfig = _ranking_model()
 """``[plugins.context.ranking]``: the fields of :class:`RankingOptions`, same names and defaults."""
+
+
+class SearchSettings(BaseModel):
+    """Search settings: ``[plugins.context.search]`` gives the deployment's values, and each tenant may change its
+    own with ``PATCH /api/v1/config`` (applied at once, kept in the store)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_results: int = Field(
+        100, ge=1, le=1000, description="Most results a search ranks (the total that pagination walks through)."
+    )
+    default_top_k: int = Field(20, ge=1, le=100, description="Results per search (or page) when top_k is not given.")
+    enable_reranking: bool = Field(
+        True,
+        description="Re-rank the fused lexical and dense candidates with the structural signals (definitions, error "
+        "messages, test/doc priors, the active file's imports); false ranks by the fused scores alone.",
+    )
 
 
 class DeclaredConnector(BaseModel):
@@ -68,6 +88,10 @@ class ContextConfig(BaseModel):
     history_limit: int = Field(20, ge=1, le=500, description="Commits read by context.get_related_info.")
     resources_page: int = Field(500, ge=10, le=10_000, description="Entries per resources/list page.")
     ranking: RankingConfig = Field(default_factory=RankingConfig)  # type: ignore[valid-type]
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    result_set_seconds: float = Field(
+        900.0, ge=10.0, le=86_400.0, description="How long the cursor of a paginated REST search stays valid."
+    )
 
     def ranking_options(self) -> RankingOptions:
         return RankingOptions(**self.ranking.model_dump())

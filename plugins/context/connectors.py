@@ -2,18 +2,33 @@
 
 A connector row keeps ``type``, ``name`` and the type's options; the instance is built with
 ``PackContext.instantiate("connector", type, options)``, so any installed connector plugin works the same way as
-the built-in ``file``. Ids are ``<type>-<slugged name>`` (a number is appended when taken), unique across tenants;
-every lookup checks the caller's tenant, so one tenant never sees or touches another's connectors.
+the built-in ``file``.
+
+A connector has two ids. ``public_id`` is the one its tenant sees and addresses: ``<type>-<slugged name>`` (a number
+is appended when taken), unique within the tenant, so two tenants may each have a ``file-backend`` and neither can
+tell the other exists. ``id`` is the internal key that files, chunks, vectors and the search index refer to: unique
+across tenants (the public id with a random suffix) and never shown. Every lookup goes through the caller's tenant,
+so one tenant never sees or touches another's connectors.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from gateway.api import CONNECTOR, Connector, NotFound, PackContext, RelationalStore, ValidationFailed
+from gateway.api import (
+    CONNECTOR,
+    Connector,
+    NotFound,
+    PackContext,
+    RelationalStore,
+    StoreIntegrityError,
+    ToolError,
+    ValidationFailed,
+)
 from gateway_plugins.context.repository import Repository
 
 __all__ = ["ConnectorRegistry", "split_config"]
@@ -33,6 +48,15 @@ def split_config(config: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         raise ValidationFailed("; ".join(f"{e['field']}: {e['message']}" for e in errors), details={"errors": errors})
     options = {k: v for k, v in config.items() if k not in _RESERVED}
     return str(kind), str(name).strip(), options
+
+
+def _name_taken(name: str) -> ToolError:
+    return ToolError(
+        f"a connector named {name!r} already exists",
+        code="conflict",
+        http_status=409,
+        details={"errors": [{"field": "connector_config.name", "message": "already exists"}]},
+    )
 
 
 def _prefixed(error: ValidationFailed) -> ValidationFailed:
@@ -74,35 +98,36 @@ class ConnectorRegistry:
         return connector
 
     async def get(self, tenant: str, connector_id: str) -> dict[str, Any]:
-        row = await self.repo.get_connector(self.store, connector_id)
-        if row is None or row["tenant"] != tenant:
+        """The tenant's connector with the public id ``connector_id`` (:class:`NotFound` otherwise)."""
+        row = await self.repo.connector_by_public_id(self.store, tenant, connector_id)
+        if row is None:
             raise NotFound(
                 f"no connector {connector_id!r}",
                 details={"field": "connector_id", "connector_id": connector_id},
             )
         return row
 
-    async def new_id(self, kind: str, name: str) -> str:
+    async def new_id(self, tenant: str, kind: str, name: str) -> tuple[str, str]:
+        """(public id, internal id) for a new connector of ``tenant``."""
         slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "source"
-        base = f"{kind}-{slug}"
+        base = f"{kind}-{slug}"[:100]
         candidate, number = base, 1
-        while await self.repo.get_connector(self.store, candidate) is not None:
+        while await self.repo.connector_by_public_id(self.store, tenant, candidate) is not None:
             number += 1
             candidate = f"{base}-{number}"
-        return candidate
+        return candidate, f"{candidate}~{secrets.token_hex(6)}"
 
     async def add(self, tenant: str, config: Mapping[str, Any], *, origin: str = "tool") -> dict[str, Any]:
         kind, name, options = split_config(config)
         connector = self.build(kind, options)  # validates before anything is stored
         await connector.aclose()
         if await self.repo.connector_by_name(self.store, tenant, name) is not None:
-            raise ValidationFailed(
-                f"a connector named {name!r} already exists",
-                details={"errors": [{"field": "connector_config.name", "message": "already exists"}]},
-            )
+            raise _name_taken(name)
         now = datetime.now(UTC)
+        public_id, internal_id = await self.new_id(tenant, kind, name)
         row = {
-            "id": await self.new_id(kind, name),
+            "id": internal_id,
+            "public_id": public_id,
             "tenant": tenant,
             "type": kind,
             "name": name,
@@ -116,7 +141,10 @@ class ConnectorRegistry:
             "documents": 0,
             "skipped": {},
         }
-        await self.repo.insert_connector(self.store, row)
+        try:
+            await self.repo.insert_connector(self.store, row)
+        except StoreIntegrityError:  # the same name (or id) added concurrently
+            raise _name_taken(name) from None
         return row
 
     async def update(self, tenant: str, connector_id: str, config: Mapping[str, Any]) -> tuple[dict, bool]:
@@ -135,27 +163,24 @@ class ConnectorRegistry:
                 details={"errors": [{"field": "connector_config.name", "message": "must not be empty"}]},
             )
         clash = await self.repo.connector_by_name(self.store, tenant, name)
-        if clash is not None and clash["id"] != connector_id:
-            raise ValidationFailed(
-                f"a connector named {name!r} already exists",
-                details={"errors": [{"field": "connector_config.name", "message": "already exists"}]},
-            )
+        if clash is not None and clash["id"] != row["id"]:
+            raise _name_taken(name)
         options = {k: v for k, v in config.items() if k not in _RESERVED}
         merged = {**row["config"], **_jsonable(options)}
         connector = self.build(kind, merged)
         await connector.aclose()
         values = {"name": name, "config": merged, "updated_at": datetime.now(UTC)}
-        await self.repo.update_connector(self.store, connector_id, values)
+        await self.repo.update_connector(self.store, row["id"], values)
         return {**row, **values}, merged != row["config"]
 
     async def remove(self, tenant: str, connector_id: str) -> list[str]:
         """Delete the connector and its indexed files; returns the removed chunk ids (for the vector store)."""
-        await self.get(tenant, connector_id)
+        internal = (await self.get(tenant, connector_id))["id"]
         async with self.store.transaction() as tx:
-            files = await tx.fetch_all("SELECT id FROM ctx_files WHERE connector_id = :c", {"c": connector_id})
+            files = await tx.fetch_all("SELECT id FROM ctx_files WHERE connector_id = :c", {"c": internal})
             removed = await self.repo.remove_files(tx, [f["id"] for f in files])
-            await tx.execute("DELETE FROM ctx_connectors WHERE id = :id", {"id": connector_id})
-        cached = self._instances.pop(connector_id, None)
+            await tx.execute("DELETE FROM ctx_connectors WHERE id = :id", {"id": internal})
+        cached = self._instances.pop(internal, None)
         if cached is not None:
             await cached[1].aclose()
         return removed

@@ -1,6 +1,8 @@
 """Indexing one connector: scan, drop what disappeared, re-chunk and re-embed only what changed, write.
 
-A file is unchanged when its size and modification time match the stored version (no read needed) or, failing
+A file-shaped connector is indexed by :meth:`Indexer.run` (a scan, then reads); a page of a hosted connector's
+changes by :meth:`Indexer.apply_changes` (the documents come with their text, see :mod:`.documents`). A file is
+unchanged when its size and modification time match the stored version (no read needed) or, failing
 that, its content hash does; an unchanged file whose vectors are missing for an embedder of the chain (an outage
 during the last run) is re-embedded. Each file version is written in its own transaction, its rows first and then
 its vectors, and marked embedded last: a crash loses at most the files in flight, and the next run redoes exactly
@@ -19,8 +21,18 @@ from typing import Any
 import anyio
 import structlog
 
-from gateway.api import Connector, EmbeddingService, RelationalStore, SourceDocument, ToolError, VectorPoint
+from gateway.api import (
+    ChangedDocument,
+    ChangePage,
+    Connector,
+    EmbeddingService,
+    RelationalStore,
+    SourceDocument,
+    ToolError,
+    VectorPoint,
+)
 from gateway_plugins.context.chunking import chunk_file, language_of
+from gateway_plugins.context.documents import prepare_changed
 from gateway_plugins.context.paths import is_secondary
 from gateway_plugins.context.repository import Repository
 from gateway_plugins.context.tokens import tokenize
@@ -28,7 +40,7 @@ from gateway_plugins.context.vectors import ChunkVectors
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["IndexOutcome", "Indexer", "PreparedFile"]
+__all__ = ["IndexOutcome", "Indexer", "PreparedFile", "document_hash"]
 
 
 @dataclass
@@ -40,6 +52,9 @@ class PreparedFile:
     chunk_rows: list[dict[str, Any]]
     texts: list[str]
     replaces: str | None
+    document_row: dict[str, Any] | None = None
+    """A hosted document's facts (title, URL, state), stored beside it."""
+    link_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -215,6 +230,65 @@ class Indexer:
             await progress(done, None)
         return outcome
 
+    async def apply_changes(self, connector_id: str, page: ChangePage, *, force: bool, outcome: IndexOutcome) -> None:
+        """Store one page of a hosted connector's changes: deleted paths removed, new and changed documents
+        written and embedded (an unchanged one, offered again, is skipped by its hash unless ``force``). Returns once
+        everything of the page is stored, vectors included: the caller stores the cursor after that."""
+        latest: dict[str, ChangedDocument] = {}
+        for document in page.documents:
+            latest[document.path] = document  # a page may offer a document twice: the later version wins
+        states = await self.repo.file_states(self.store, connector_id, [*latest, *page.deleted])
+        gone = [states[path]["id"] for path in page.deleted if path in states and path not in latest]
+        if gone:
+            async with self.store.transaction() as tx:
+                removed_chunks = await self.repo.remove_files(tx, gone)
+            await self.vectors.delete_everywhere(removed_chunks)
+            for file_id in gone:
+                self.on_removed(file_id)
+            outcome.removed += len(gone)
+        wanted = " ".join(self.embedder_ids())
+        pending: list[PreparedFile] = []
+        pending_chunks = 0
+        seen: list[str] = []
+        for document in latest.values():
+            outcome.documents += 1
+            digest = document_hash(document)
+            state = states.get(document.path)
+            if not force and state is not None and state["content_hash"] == digest and state["embedded"] == wanted:
+                outcome.unchanged += 1
+                seen.append(state["id"])
+                continue
+            source, file_row, chunk_rows, texts, document_row, link_rows = await anyio.to_thread.run_sync(
+                prepare_changed, connector_id, document, digest, self.max_embed_chars
+            )
+            replaces = state["id"] if state else None
+            pending.append(PreparedFile(source, file_row, chunk_rows, texts, replaces, document_row, link_rows))
+            pending_chunks += len(chunk_rows)
+            if pending_chunks >= self.embed_batch:
+                await self._flush(pending, outcome)
+                pending, pending_chunks = [], 0
+        if pending:
+            await self._flush(pending, outcome)
+        if seen:
+            await self.repo.touch_files(self.store, seen)
+
+    async def remove_unseen(self, connector_id: str, since: datetime) -> int:
+        """Remove a connector's documents not offered (written or confirmed) since ``since``: what a full sync of a
+        hosted source did not find any more (deleted, moved, out of the connector's scope)."""
+        rows = await self.store.fetch_all(
+            "SELECT id FROM ctx_files WHERE connector_id = :c AND indexed_at < :since",
+            {"c": connector_id, "since": since},
+        )
+        if not rows:
+            return 0
+        gone = [row["id"] for row in rows]
+        async with self.store.transaction() as tx:
+            removed_chunks = await self.repo.remove_files(tx, gone)
+        await self.vectors.delete_everywhere(removed_chunks)
+        for file_id in gone:
+            self.on_removed(file_id)
+        return len(gone)
+
     async def _stored_rows(self, connector_id: str) -> dict[str, dict[str, Any]]:
         rows = await self.store.fetch_all(
             "SELECT path, size, last_modified, embedded FROM ctx_files WHERE connector_id = :c", {"c": connector_id}
@@ -229,14 +303,26 @@ class Indexer:
         Tests, examples and prose are left to lexical search unless ``embed_all``."""
         for prepared in batch:
             async with self.store.transaction() as tx:
-                replaced = await self.repo.write_file(tx, prepared.file_row, prepared.chunk_rows, prepared.replaces)
+                replaced = await self.repo.write_file(
+                    tx,
+                    prepared.file_row,
+                    prepared.chunk_rows,
+                    prepared.replaces,
+                    document_row=prepared.document_row,
+                    link_rows=prepared.link_rows,
+                )
             await self.vectors.delete_everywhere(replaced)
             if prepared.replaces:
                 self.on_removed(prepared.replaces)
             self.on_written(prepared.file_row, prepared.chunk_rows)
             outcome.indexed += 1
+        await self._embed(batch)
+        return len(batch)
+
+    async def _embed(self, batch: list[PreparedFile]) -> None:
+        """Embed a batch of written files and store their vectors; each file is marked embedded after its own."""
         if self.embeddings is None:
-            return len(batch)
+            return
         texts = [text for prepared in batch for text in prepared.texts]
         vectors: dict[str, list[list[float]]] = {}
         if texts:
@@ -260,10 +346,40 @@ class Indexer:
             if served:
                 await self.repo.mark_embedded(self.store, prepared.file_row["id"], served)
             offset += count
-        return len(batch)
+
+    async def embed_missing(self, connector_id: str) -> int:
+        """Embed the stored hosted documents of a connector that lack vectors of the current embedder chain (an
+        embedder was down during their sync, or was added since): a hosted source does not offer them again."""
+        if self.embeddings is None:
+            return 0
+        wanted = " ".join(self.embedder_ids())
+        rows = await self.store.fetch_all(
+            "SELECT f.id, f.connector_id, f.path, f.size, f.last_modified, f.source_type, d.title FROM ctx_files f "
+            "JOIN ctx_documents d ON d.file_id = f.id WHERE f.connector_id = :c AND f.embedded <> :w ORDER BY f.path",
+            {"c": connector_id, "w": wanted},
+        )
+        for start in range(0, len(rows), max(1, self.embed_batch // 4)):
+            files = rows[start : start + max(1, self.embed_batch // 4)]
+            chunks = await self.repo.chunks_of_files(self.store, [f["id"] for f in files], with_content=True)
+            batch = []
+            for row in files:
+                own = [c for c in chunks if c["file_id"] == row["id"]]
+                source = SourceDocument(row["path"], row["size"], row["last_modified"], row["source_type"])
+                texts = [f"{row['title']}\n{c['content']}"[: self.max_embed_chars] for c in own]
+                batch.append(PreparedFile(source, {"id": row["id"], "connector_id": connector_id}, own, texts, None))
+            await self._embed(batch)
+        return len(rows)
 
 
 def _same_time(stored: Any, current: datetime) -> bool:
     if isinstance(stored, str):
         stored = datetime.fromisoformat(stored)
     return isinstance(stored, datetime) and abs((stored - current).total_seconds()) < 1e-3
+
+
+def document_hash(document: ChangedDocument) -> str:
+    """What decides whether a hosted document changed: its text and everything stored beside it."""
+    parts = [document.title, document.url or "", document.state or "", *document.keys, "\0", *document.files]
+    digest = hashlib.sha256(document.text.encode("utf-8"))
+    digest.update("\n".join(parts).encode("utf-8"))
+    return digest.hexdigest()

@@ -5,6 +5,7 @@ task. The task records its progress and a heartbeat every ``heartbeat_seconds``;
 (its process was killed) is marked ``interrupted`` by the next ``status`` or ``start``, and that ``start`` simply
 runs again: files finished before the crash are unchanged and skipped, so nothing indexed is redone or lost.
 ``stop`` sets a flag the task checks between files (in memory, and in the row for a job another process runs).
+A job whose connectors partly failed still ends ``completed``; its ``error`` names the failed ones.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class JobHandle:
     documents: int = 0
     current_connector: str | None = None
     stop_requested: bool = False
+    error: str | None = None
+    """Set by a job that completes with some connectors failed (each one's own error is on its row)."""
     _saved_at: float = 0.0
 
     async def report(self, *, force: bool = False) -> None:
@@ -176,7 +179,7 @@ class JobRunner:
     async def _finish(self, handle: JobHandle, status: str, error: str | None) -> None:
         await handle.report(force=True)
         await self.repo.update_job(
-            self.store, handle.id, {"status": status, "finished_at": datetime.now(UTC), "error": error}
+            self.store, handle.id, {"status": status, "finished_at": datetime.now(UTC), "error": error or handle.error}
         )
 
     async def stop(self, job_id: str) -> None:

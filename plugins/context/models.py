@@ -3,16 +3,34 @@ types, enums, ``top_k`` default 20 and maximum 100); outputs are what ``structur
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 SourceType = Literal["file", "slack", "github", "jira"]
 
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
+
+
+def _rfc3339(value: Any) -> Any:
+    if value is None or isinstance(value, datetime):
+        return value
+    if isinstance(value, str) and _RFC3339.fullmatch(value):
+        return value
+    raise ValueError("an RFC 3339 date-time with its offset, such as 2025-01-01T00:00:00Z")
+
+
+DateTime = Annotated[datetime, BeforeValidator(_rfc3339), Strict(False)]
+"""A JSON Schema ``date-time``: an RFC 3339 string with its offset (not a number, not a bare date, never naive)."""
+
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """An input read from JSON: types as the schema says (no ``"5"`` for 5, no ``0`` for false), unknown keys
+    refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class WorkContext(_In):
@@ -22,10 +40,10 @@ class WorkContext(_In):
 
 
 class DateRange(_In):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
-    from_: datetime | None = Field(None, alias="from", description="Only files modified at or after (date-time).")
-    to: datetime | None = Field(None, description="Only files modified at or before (date-time).")
+    from_: DateTime | None = Field(None, alias="from", description="Only files modified at or after (date-time).")
+    to: DateTime | None = Field(None, description="Only files modified at or before (date-time).")
 
 
 class SearchFilters(_In):
@@ -41,17 +59,23 @@ class SearchInput(_In):
 
 
 class ResultMetadata(BaseModel):
-    type: str = Field(description="function, method, class, module, doc or text")
+    type: str = Field(
+        description="function, method, class, module, doc or text; for hosted sources issue, pull_request, ticket, "
+        "thread, message, comment, review, reply or files"
+    )
     symbol: str | None = Field(None, description="Qualified name as the language writes it")
     lines: str = Field(description='"start-end", 1-based, inclusive')
     language: str
     last_modified: datetime
     connector_id: str
     path: str
+    source_type: str = Field("file", description="file, github, jira, slack (or a third-party connector's type)")
+    title: str | None = Field(None, description="An issue's, ticket's or thread's title (hosted sources)")
+    url: str | None = Field(None, description="Where a person opens it (hosted sources)")
 
 
 class SearchResult(BaseModel):
-    source: str = Field(description="file://<repository-relative path>")
+    source: str = Field(description="<source type>://<path>: file://src/app.py, github://org/repo/issues/42")
     content: str
     score: float
     metadata: ResultMetadata
@@ -108,7 +132,9 @@ class RelatedOutput(BaseModel):
 
 class IndexControlInput(_In):
     action: Literal["start", "stop", "status", "force_reindex"]
-    connectors: list[str] | None = Field(None, description="Connector ids (default: all of the caller's)")
+    connectors: list[str] | None = Field(
+        None, description="Connector ids or types, or 'all' (default: all of the caller's)"
+    )
 
 
 class JobProgress(BaseModel):

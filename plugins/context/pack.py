@@ -1,4 +1,5 @@
-"""The ``context`` tool pack: four tools and the ``engine://files/{+path}`` resources over one service layer."""
+"""The ``context`` tool pack: four tools, the ``engine://files/{+path}`` resources and the REST API v1, over one
+service layer."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from gateway.api import (
     ResourceContent,
     ResourcePage,
     ResourceTemplate,
+    RestRoute,
     Tool,
     ToolPack,
 )
 from gateway_plugins.context.config import ContextConfig
 from gateway_plugins.context.resources import PREFIX, list_files, read_path
+from gateway_plugins.context.rest import build_routes
+from gateway_plugins.context.scopes import SEARCH_READ
 from gateway_plugins.context.service import ContextService
-from gateway_plugins.context.tools import SCOPES, build_tools
+from gateway_plugins.context.tools import build_tools
 
 __all__ = ["INSTRUCTIONS", "ContextPack"]
 
@@ -44,6 +48,11 @@ class ContextPack(ToolPack):
     def tools(self) -> Sequence[Tool[Any, Any]]:
         return self._tools
 
+    def rest_routes(self) -> Sequence[RestRoute]:
+        """The REST API v1 (``/api/v1/search``, ``/index/...``, ``/connectors``, ``/config``, ``/health``,
+        ``/status``) over the same service as the tools."""
+        return build_routes(self.service)
+
     def resource_templates(self) -> Sequence[ResourceTemplate]:
         async def read(variables: Mapping[str, str], ctx: CallContext) -> ResourceContent:
             return await read_path(self.service, variables, ctx)
@@ -58,7 +67,7 @@ class ContextPack(ToolPack):
                 read=read,
                 description="A file of an indexed repository (text with its MIME type); a directory URI lists it.",
                 mime_type="text/plain",
-                scope=SCOPES["search"],
+                scope=SEARCH_READ,
                 list=listing,
             )
         ]

@@ -1,6 +1,11 @@
-"""``context.get_related_info``: what surrounds a file (history, authors, imports, co-changed files) or a ticket
-(the commits that mention it and the files they touched). Pull requests, ticket details and discussions need the
-hosted connectors of part 2; until then those lists are empty and the summary says which sources were read."""
+"""``context.get_related_info``: what surrounds a file or a ticket.
+
+For a file: its git history (commits, authors, co-changed files), the indexed files it imports and that import it,
+its definitions, and from the hosted connectors the pull requests that changed it, the tickets those pull requests
+and its commit messages mention, and the discussions about those tickets. For a ticket id (``PROJ-123``, ``#42``,
+``org/repo#42``): the ticket itself, the commits whose message mentions it and the files they touched, the pull
+requests that mention it (a branch ``feat/PROJ-123-...`` or "Fixes #42") and their files, other tickets and the
+discussions that mention it."""
 
 from __future__ import annotations
 
@@ -10,7 +15,9 @@ from typing import Any
 
 from gateway.api import Connector, NotFound, ValidationFailed
 from gateway_plugins.context.file_connector import safe_relative_path
+from gateway_plugins.context.links import LinkedDocuments, linked_documents
 from gateway_plugins.context.models import AuthorStat, Commit, RelatedInput, RelatedOutput
+from gateway_plugins.context.refs import normalise, ticket_ids
 from gateway_plugins.context.service import ContextService
 
 __all__ = ["related_info"]
@@ -43,7 +50,8 @@ async def _for_file(service: ContextService, tenant: str, raw_path: str) -> Rela
         ) from None
     index = service.live.index
     await service.live.catch_up(max_age=service.config.refresh_seconds)
-    for row in await service.repo.list_connectors(service.store, tenant):
+    rows = await service.repo.list_connectors(service.store, tenant)
+    for row in rows:
         file_row = index.file_by_path.get((row["id"], path))
         if file_row is None:
             continue
@@ -59,14 +67,21 @@ async def _for_file(service: ContextService, tenant: str, raw_path: str) -> Rela
         if commits:
             first_line = commits[0].message.splitlines()[0] if commits[0].message else ""
             last = f", last on {commits[0].timestamp:%Y-%m-%d} by {commits[0].author}: {first_line}"
+        connector_ids = [c["id"] for c in rows]
+        mentioned = [found for commit in commits for found in ticket_ids(commit.message)]
+        linked = await linked_documents(
+            service.repo, service.store, connector_ids, ticket_ids=list(dict.fromkeys(mentioned)), paths=[path]
+        )
         summary = (
             f"{path}: {len(commits)} recent commit(s) by {len(authors)} author(s)"
             + (last or " (no git history available)")
-            + f"; imports {len(imports)} indexed file(s), imported by {len(importers)}."
+            + f"; imports {len(imports)} indexed file(s), imported by {len(importers)}"
+            + _hosted_summary(len(linked.pull_requests), len(linked.own + linked.tickets), len(linked.discussions))
+            + "."
         )
         return RelatedOutput(
             file_path=path,
-            connector_id=row["id"],
+            connector_id=row["public_id"],
             summary=summary,
             commits=commits,
             authors=[AuthorStat(author=a, commits=n) for a, n in authors.most_common()],
@@ -74,6 +89,7 @@ async def _for_file(service: ContextService, tenant: str, raw_path: str) -> Rela
             imported_by=sorted(index.files[i].path for i in importers),
             co_changed=[p for p, _ in co_changed.most_common(10)],
             symbols=list(dict.fromkeys(symbols))[:100],
+            **_shown(linked, {c["id"]: c["public_id"] for c in rows}),
         )
     raise NotFound(
         f"{path!r} is not indexed by any of your connectors (add its repository with context.connector_management "
@@ -84,19 +100,58 @@ async def _for_file(service: ContextService, tenant: str, raw_path: str) -> Rela
 
 async def _for_ticket(service: ContextService, tenant: str, ticket: str) -> RelatedOutput:
     assert service.connectors is not None
-    pattern = re.compile(rf"(?<![\w-]){re.escape(ticket)}(?![\w])", re.IGNORECASE)
+    forms = normalise(ticket)
+    if not forms:
+        raise ValidationFailed(
+            f"ticket_id: {ticket!r} is not a ticket id (PROJ-123, #42, org/repo#42)",
+            details={"errors": [{"field": "ticket_id", "message": "not a ticket id"}]},
+        )
+    wanted = set(forms)
+    pattern = re.compile(rf"(?<![\w-]){re.escape(ticket.strip())}(?![\w])", re.IGNORECASE)
     commits: list[Commit] = []
-    for row in await service.repo.list_connectors(service.store, tenant):
+    rows = await service.repo.list_connectors(service.store, tenant)
+    for row in rows:
         connector = await service.connectors.instance(row)
         for entry in await connector.history(None, limit=max(service.config.history_limit, 200)):
-            if pattern.search(entry.message):
+            if pattern.search(entry.message) or wanted & set(ticket_ids(entry.message)):
                 commits.append(_commit(entry))
+    linked = await linked_documents(service.repo, service.store, [r["id"] for r in rows], ticket_ids=forms)
     files = Counter(p for c in commits for p in c.files)
+    for path in linked.files:
+        files[path] += 1
+    found = f"{linked.own[0]['title']!r} ({linked.own[0]['state']})" if linked.own else "not in any connected tracker"
+    summary = (
+        f"{forms[0]}: {found}; mentioned in {len(commits)} commit message(s)"
+        + _hosted_summary(len(linked.pull_requests), len(linked.tickets), len(linked.discussions), other=True)
+        + f"; {len(files)} file(s) touched."
+    )
     return RelatedOutput(
-        ticket_id=ticket,
-        summary=f"{ticket}: mentioned in {len(commits)} commit message(s) touching {len(files)} file(s); ticket "
-        "trackers, pull requests and chat are not connected (only file sources are installed).",
+        ticket_id=forms[0],
+        summary=summary,
         commits=commits[: service.config.history_limit],
         authors=[AuthorStat(author=a, commits=n) for a, n in Counter(c.author for c in commits).most_common()],
         co_changed=[p for p, _ in files.most_common(20)],
+        **_shown(linked, {c["id"]: c["public_id"] for c in rows}),
+    )
+
+
+def _shown(linked: LinkedDocuments, public_ids: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """The linked documents as related info lists them, each naming its connector by the id its tenant knows."""
+
+    def shown(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**doc, "connector_id": public_ids[doc["connector_id"]]} for doc in documents[:20]]
+
+    return {
+        "pull_requests": shown(linked.pull_requests),
+        "tickets": shown(linked.own + linked.tickets),
+        "discussions": shown(linked.discussions),
+    }
+
+
+def _hosted_summary(pulls: int, tickets: int, discussions: int, *, other: bool = False) -> str:
+    if not (pulls or tickets or discussions):
+        return ""
+    return (
+        f"; {pulls} pull request(s), {tickets} {'other ' if other else ''}ticket(s) and {discussions} discussion(s) "
+        "linked"
     )

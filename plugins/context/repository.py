@@ -8,6 +8,7 @@ row update that serialises writers), so another process follows the changes in o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from gateway.api import RelationalStore, Transaction
@@ -17,7 +18,8 @@ __all__ = ["Repository"]
 Db = RelationalStore | Transaction
 
 _CONNECTOR_COLUMNS = (
-    "id, tenant, type, name, config, origin, status, created_at, updated_at, last_sync, last_error, documents, skipped"
+    "id, public_id, tenant, type, name, config, origin, status, created_at, updated_at, last_sync, last_error, "
+    "documents, skipped"
 )
 _FILE_COLUMNS = (
     "id, connector_id, path, content_hash, size, language, source_type, last_modified, imports, chunk_count, embedded, "
@@ -28,6 +30,10 @@ _JOB_COLUMNS = (
     "id, tenant, kind, status, connectors, completed, total, current_connector, documents_processed, started_at, "
     "finished_at, heartbeat_at, owner, stop_requested, error"
 )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _in(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
@@ -57,8 +63,8 @@ class Repository:
 
     async def insert_connector(self, db: Db, row: Mapping[str, Any]) -> None:
         await db.execute(
-            f"INSERT INTO ctx_connectors ({_CONNECTOR_COLUMNS}) VALUES (:id, :tenant, :type, :name, :config, "
-            ":origin, :status, :created_at, :updated_at, :last_sync, :last_error, :documents, :skipped)",
+            f"INSERT INTO ctx_connectors ({_CONNECTOR_COLUMNS}) VALUES (:id, :public_id, :tenant, :type, :name, "
+            ":config, :origin, :status, :created_at, :updated_at, :last_sync, :last_error, :documents, :skipped)",
             row,
         )
 
@@ -69,6 +75,13 @@ class Repository:
     async def get_connector(self, db: Db, connector_id: str) -> dict[str, Any] | None:
         return await db.fetch_one(
             f"SELECT {_CONNECTOR_COLUMNS} FROM ctx_connectors WHERE id = :id", {"id": connector_id}
+        )
+
+    async def connector_by_public_id(self, db: Db, tenant: str, public_id: str) -> dict[str, Any] | None:
+        """The tenant's connector that the tenant calls ``public_id`` (the id it sees)."""
+        return await db.fetch_one(
+            f"SELECT {_CONNECTOR_COLUMNS} FROM ctx_connectors WHERE tenant = :tenant AND public_id = :public_id",
+            {"tenant": tenant, "public_id": public_id},
         )
 
     async def connector_by_name(self, db: Db, tenant: str, name: str) -> dict[str, Any] | None:
@@ -93,19 +106,53 @@ class Repository:
 
     # -- files and chunks --------------------------------------------------------------------------------------
 
-    async def file_states(self, db: Db, connector_id: str) -> dict[str, dict[str, Any]]:
-        """path -> {id, content_hash, embedded} of every indexed file of a connector."""
-        rows = await db.fetch_all(
-            "SELECT id, path, content_hash, embedded FROM ctx_files WHERE connector_id = :c", {"c": connector_id}
-        )
+    async def file_states(
+        self, db: Db, connector_id: str, paths: Sequence[str] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """path -> {id, content_hash, embedded} of every indexed file of a connector (or of the given paths)."""
+        if paths is None:
+            rows = await db.fetch_all(
+                "SELECT id, path, content_hash, embedded FROM ctx_files WHERE connector_id = :c", {"c": connector_id}
+            )
+        else:
+            clause, params = _in("p", list(paths))
+            rows = await db.fetch_all(
+                f"SELECT id, path, content_hash, embedded FROM ctx_files WHERE connector_id = :c AND path IN {clause}",
+                {"c": connector_id, **params},
+            )
         return {row["path"]: row for row in rows}
 
+    async def touch_files(self, db: Db, file_ids: Sequence[str]) -> None:
+        """Mark file versions as confirmed now (a hosted document offered again, unchanged, by a full sync)."""
+        clause, params = _in("f", list(file_ids))
+        await db.execute(f"UPDATE ctx_files SET indexed_at = :now WHERE id IN {clause}", {"now": _now(), **params})
+
     async def write_file(
-        self, tx: Transaction, file_row: dict[str, Any], chunk_rows: Sequence[Mapping[str, Any]], replaces: str | None
+        self,
+        tx: Transaction,
+        file_row: dict[str, Any],
+        chunk_rows: Sequence[Mapping[str, Any]],
+        replaces: str | None,
+        *,
+        document_row: Mapping[str, Any] | None = None,
+        link_rows: Sequence[Mapping[str, Any]] = (),
     ) -> list[str]:
-        """Store a file version with its chunks, replacing the previous version ``replaces`` (a file id). Returns
-        the chunk ids of the replaced version (their vectors are to be deleted)."""
+        """Store a file version with its chunks (and, for a hosted document, its facts and links), replacing the
+        previous version ``replaces`` (a file id). Returns the chunk ids of the replaced version (their vectors are
+        to be deleted)."""
         removed = await self.remove_files(tx, [replaces]) if replaces else []
+        if document_row is not None:
+            await tx.execute(
+                "INSERT INTO ctx_documents (file_id, connector_id, kind, title, url, state, author) "
+                "VALUES (:file_id, :connector_id, :kind, :title, :url, :state, :author)",
+                document_row,
+            )
+        if link_rows:
+            await tx.execute_many(
+                "INSERT INTO ctx_links (file_id, connector_id, relation, value) "
+                "VALUES (:file_id, :connector_id, :relation, :value)",
+                link_rows,
+            )
         file_row["seq"] = await self.next_seq(tx)
         await tx.execute(
             f"INSERT INTO ctx_files ({_FILE_COLUMNS}) VALUES (:id, :connector_id, :path, :content_hash, :size, "
@@ -128,6 +175,8 @@ class Repository:
             ids = [c["id"] for c in chunks]
             removed.extend(ids)
             await tx.execute("DELETE FROM ctx_chunks WHERE file_id = :f", {"f": file_id})
+            await tx.execute("DELETE FROM ctx_links WHERE file_id = :f", {"f": file_id})
+            await tx.execute("DELETE FROM ctx_documents WHERE file_id = :f", {"f": file_id})
             deleted = await tx.execute("DELETE FROM ctx_files WHERE id = :f", {"f": file_id})
             if deleted:
                 seq = await self.next_seq(tx)
@@ -195,6 +244,57 @@ class Repository:
             {"c": connector_id, "after": after, "prefix": prefix, "n": len(prefix), "limit": limit},
         )
 
+    # -- hosted documents: sync state, facts, links -----------------------------------------------------------
+
+    async def sync_state(self, db: Db, connector_id: str) -> dict[str, Any]:
+        row = await db.fetch_one("SELECT sync_state FROM ctx_connectors WHERE id = :id", {"id": connector_id})
+        state = row["sync_state"] if row else None
+        return state if isinstance(state, dict) else {}
+
+    async def set_sync_state(self, db: Db, connector_id: str, state: Mapping[str, Any]) -> None:
+        await db.execute(
+            "UPDATE ctx_connectors SET sync_state = :s WHERE id = :id", {"s": dict(state), "id": connector_id}
+        )
+
+    async def linked(
+        self, db: Db, connector_ids: Sequence[str], relations: Sequence[str], values: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """Links of the given relations whose value is one of ``values``, among documents of ``connector_ids``."""
+        if not values or not connector_ids:
+            return []
+        values_in, value_params = _in("v", list(values))
+        rel_in, rel_params = _in("r", list(relations))
+        conn_in, conn_params = _in("c", list(connector_ids))
+        return await db.fetch_all(
+            f"SELECT file_id, connector_id, relation, value FROM ctx_links WHERE value IN {values_in} "
+            f"AND relation IN {rel_in} AND connector_id IN {conn_in}",
+            {**value_params, **rel_params, **conn_params},
+        )
+
+    async def links_of(self, db: Db, file_ids: Sequence[str]) -> list[dict[str, Any]]:
+        clause, params = _in("f", list(file_ids))
+        return await db.fetch_all(
+            f"SELECT file_id, connector_id, relation, value FROM ctx_links WHERE file_id IN {clause}", params
+        )
+
+    async def document_titles(self, db: Db, connector_ids: Sequence[str]) -> list[str]:
+        """The titles of the hosted documents of ``connector_ids`` (issues, pull requests, tickets, threads)."""
+        if not connector_ids:
+            return []
+        clause, params = _in("c", list(connector_ids))
+        rows = await db.fetch_all(f"SELECT DISTINCT title FROM ctx_documents WHERE connector_id IN {clause}", params)
+        return [row["title"] for row in rows if row["title"]]
+
+    async def documents_by_file(self, db: Db, file_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Facts of hosted documents (with their path, source type and modification time) by file id."""
+        clause, params = _in("f", list(file_ids))
+        rows = await db.fetch_all(
+            "SELECT d.file_id, d.connector_id, d.kind, d.title, d.url, d.state, d.author, f.path, f.source_type, "
+            f"f.last_modified FROM ctx_documents d JOIN ctx_files f ON f.id = d.file_id WHERE d.file_id IN {clause}",
+            params,
+        )
+        return {row["file_id"]: row for row in rows}
+
     # -- jobs --------------------------------------------------------------------------------------------------
 
     async def insert_job(self, db: Db, row: Mapping[str, Any]) -> None:
@@ -219,3 +319,47 @@ class Repository:
             "ORDER BY started_at DESC LIMIT :limit",
             {"tenant": tenant, "limit": limit, **params},
         )
+
+    # -- settings, result sets, secrets ------------------------------------------------------------------------
+
+    async def settings_of(self, db: Db, tenant: str) -> dict[str, Any]:
+        """The settings ``tenant`` changed, by dotted name (values are stored as ``{"v": value}``)."""
+        rows = await db.fetch_all("SELECT name, value FROM ctx_settings WHERE tenant = :tenant", {"tenant": tenant})
+        return {row["name"]: row["value"]["v"] for row in rows}
+
+    async def save_settings(self, tx: Transaction, tenant: str, values: Mapping[str, Any], now: Any) -> None:
+        """Store ``values`` (by dotted name) for ``tenant``; a ``None`` value goes back to the default."""
+        for name, value in values.items():
+            await tx.execute(
+                "DELETE FROM ctx_settings WHERE tenant = :tenant AND name = :name", {"tenant": tenant, "name": name}
+            )
+            if value is not None:
+                await tx.execute(
+                    "INSERT INTO ctx_settings (tenant, name, value, updated_at) VALUES (:tenant, :name, :value, :now)",
+                    {"tenant": tenant, "name": name, "value": {"v": value}, "now": now},
+                )
+
+    async def insert_result_set(self, store: RelationalStore, row: Mapping[str, Any], now: Any) -> None:
+        """Keep a ranked result list for its cursor (and drop the expired ones)."""
+        async with store.transaction() as tx:
+            await tx.execute("DELETE FROM ctx_result_sets WHERE expires_at < :now", {"now": now})
+            await tx.execute(
+                "INSERT INTO ctx_result_sets (id, tenant, results, created_at, expires_at) "
+                "VALUES (:id, :tenant, :results, :created_at, :expires_at)",
+                row,
+            )
+
+    async def result_set(self, db: Db, set_id: str) -> dict[str, Any] | None:
+        return await db.fetch_one(
+            "SELECT id, tenant, results, created_at, expires_at FROM ctx_result_sets WHERE id = :id", {"id": set_id}
+        )
+
+    async def secret(self, db: Db, name: str, fresh: str) -> str:
+        """The stored secret ``name``; ``fresh`` is stored first when there is none (the first process wins)."""
+        await db.execute(
+            "INSERT INTO ctx_secrets (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING",
+            {"name": name, "value": fresh},
+        )
+        row = await db.fetch_one("SELECT value FROM ctx_secrets WHERE name = :name", {"name": name})
+        assert row is not None
+        return str(row["value"])

@@ -4,15 +4,26 @@
 (``engine://files/src/``, or ``engine://files/`` for the top) returns its entries as JSON; reading a file returns
 its text with its MIME type. Files are read through their connector, which refuses ``..``, absolute paths, links out
 of the root and binaries. When several connectors hold the same path, the oldest connector's file is served.
+Only file-shaped connectors are browsed: issues, tickets and threads of hosted connectors are found with
+``context.search`` and ``context.get_related_info`` (their results carry the document's URL).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote, unquote
 
-from gateway.api import CallContext, Forbidden, NotFound, ResourceContent, ResourceEntry, ResourcePage
+from gateway.api import (
+    CallContext,
+    Forbidden,
+    IncrementalConnector,
+    NotFound,
+    ResourceContent,
+    ResourceEntry,
+    ResourcePage,
+)
 from gateway_plugins.context.file_connector import safe_relative_path
 from gateway_plugins.context.service import DEFAULT_TENANT, ContextService
 
@@ -29,9 +40,16 @@ def uri_of(path: str) -> str:
     return PREFIX + quote(path, safe="/")
 
 
+async def file_connectors(service: ContextService, tenant: str) -> list[dict[str, Any]]:
+    """The caller's file-shaped connectors (hosted ones have no file system to browse)."""
+    assert service.connectors is not None
+    rows = await service.repo.list_connectors(service.store, tenant)
+    return [row for row in rows if not isinstance(await service.connectors.instance(row), IncrementalConnector)]
+
+
 async def list_files(service: ContextService, cursor: str | None, ctx: CallContext) -> ResourcePage:
     """One page of indexed files. The cursor is ``<connector number>|<last path>``."""
-    connectors = await service.repo.list_connectors(service.store, tenant_of(ctx))
+    connectors = await file_connectors(service, tenant_of(ctx))
     number, after = 0, ""
     if cursor:
         head, _, after = cursor.partition("|")
@@ -56,7 +74,7 @@ async def read_path(service: ContextService, variables: Mapping[str, str], ctx: 
     assert service.connectors is not None
     raw = unquote(variables.get("path", ""))
     path = safe_relative_path(raw) if raw.strip("/") else ""
-    connectors = await service.repo.list_connectors(service.store, tenant_of(ctx))
+    connectors = await file_connectors(service, tenant_of(ctx))
     if not connectors:
         raise NotFound("no connector is configured, so no file is indexed", details={"field": "uri"})
     prefix = f"{path}/" if path else ""

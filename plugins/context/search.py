@@ -1,10 +1,14 @@
-"""``context.search``: the caller's connectors, filters, active file and dense candidates in; ranked chunks out."""
+"""Search: the caller's connectors, filters, active file and dense candidates in; ranked chunks out.
+
+:func:`rank` ranks chunk ids, :func:`results_of` turns ids into results: ``context.search`` (:func:`search`) does
+both at once, the REST ``POST /search`` (:mod:`.pages`) ranks once and pages through the ranked ids."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import structlog
@@ -12,12 +16,16 @@ import structlog
 from gateway.api import ValidationFailed
 from gateway_plugins.context.file_connector import safe_relative_path
 from gateway_plugins.context.jobs import ACTIVE
+from gateway_plugins.context.links import work_context_boosts, work_ticket_ids
 from gateway_plugins.context.models import QueryMetadata, ResultMetadata, SearchInput, SearchOutput, SearchResult
-from gateway_plugins.context.service import ContextService
+from gateway_plugins.context.settings import search_settings
+
+if TYPE_CHECKING:
+    from gateway_plugins.context.service import ContextService
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["format_results", "search"]
+__all__ = ["Ranking", "format_results", "rank", "results_of", "search"]
 
 DENSE_DOWN = "-"
 """Marks a search whose dense part failed (the embedders or the vector store): it answered lexically."""
@@ -41,9 +49,22 @@ async def _dense(service: ContextService, query: str, connector_ids: list[str]) 
     return {rows[p.id]: p.score for p in points if p.id in rows}, embedded.embedder_id
 
 
-async def search(service: ContextService, tenant: str, args: SearchInput) -> SearchOutput:
+@dataclass(frozen=True)
+class Ranking:
+    """The ranked chunks of one query (ids and scores, best first) and what the query searched."""
+
+    hits: list[tuple[str, float]]
+    metadata: QueryMetadata
+
+
+async def rank(
+    service: ContextService, tenant: str, args: SearchInput, *, limit: int, reranking: bool = True
+) -> Ranking:
+    """The best ``limit`` chunks of ``tenant``'s connectors for ``args`` (the query, filters and active file).
+    ``reranking`` false ranks by the fused lexical and dense scores alone (the tenant's ``enable_reranking``)."""
     started = time.perf_counter()
-    live, ranker = service.live, service.ranker
+    live = service.live
+    ranker = service.ranker if reranking else service.plain_ranker
     assert live is not None and ranker is not None
     await live.catch_up(max_age=service.config.refresh_seconds)
     index = live.index
@@ -79,6 +100,18 @@ async def search(service: ContextService, tenant: str, args: SearchInput) -> Sea
             active_row = index.file_by_path.get((connector_id, active))
             if active_row is not None:
                 break
+    work = args.work_context
+    tickets = work_ticket_ids(work.open_ticket_ids, work.git_branch) if work and reranking else []
+    opts = service.config.ranking_options()
+    boosts = await work_context_boosts(
+        service.repo,
+        service.store,
+        index,
+        connector_ids,
+        tickets,
+        ticket_boost=opts.ticket_boost,
+        linked_file_boost=opts.linked_file_boost,
+    )
     dense: dict[int, float] = {}
     embedder: str | None = None
     lexical = None
@@ -92,52 +125,92 @@ async def search(service: ContextService, tenant: str, args: SearchInput) -> Sea
     # (the mask is made now; a lexical score made before new rows arrived is made again by rank).
     mask = allowed()
     ranked = ranker.rank(
-        args.query, limit=args.top_k, allowed=mask, active_file=active_row, dense=dense, lexical=lexical
+        args.query,
+        limit=limit,
+        allowed=mask,
+        active_file=active_row,
+        dense=dense,
+        lexical=lexical,
+        boost_files=boosts,
     )
-    chunks = [index.chunks[r.row] for r in ranked]
-    contents = await service.repo.chunks_by_id(service.store, [c.id for c in chunks]) if chunks else {}
+    hits = [(index.chunks[r.row].id, round(r.score, 4)) for r in ranked]
+    indexed = int(index.row_mask(connector_ids).sum())  # the filters may leave nothing: that is not "empty"
+    status, note = await _index_status(service, tenant, connectors, indexed)
+    if embedder == DENSE_DOWN:
+        embedder = None
+        note = note or "semantic (dense) retrieval is unavailable right now; results come from lexical ranking only"
+    metadata = QueryMetadata(
+        execution_time_ms=int((time.perf_counter() - started) * 1000),
+        sources_searched=len(connectors),
+        chunks_searched=int(mask.sum()),
+        embedder=embedder,
+        index_status=status,
+        note=note,
+    )
+    return Ranking(hits, metadata)
+
+
+async def results_of(service: ContextService, tenant: str, hits: list[tuple[str, float]]) -> list[SearchResult]:
+    """The results of ranked chunks, with their text and metadata; a chunk removed since it was ranked (its file was
+    re-indexed or its connector removed) is left out."""
+    live = service.live
+    assert live is not None
+    index = live.index
+    public = {c["id"]: c["public_id"] for c in await service.repo.list_connectors(service.store, tenant)}
+    rows = [(index.row_by_chunk.get(chunk_id), score) for chunk_id, score in hits]
+    kept = [(row, score) for row, score in rows if row is not None]
+    ids = [index.chunks[row].id for row, _ in kept]
+    contents = await service.repo.chunks_by_id(service.store, ids) if ids else {}
+    files = [index.files[index.chunks[row].file_row] for row, _ in kept]
+    hosted = sorted({entry.file_id for entry in files if entry.source_type != "file"})
+    documents = await service.repo.documents_by_file(service.store, hosted) if hosted else {}
     results: list[SearchResult] = []
     limit = service.config.result_chars
-    for item, chunk in zip(ranked, chunks, strict=True):
+    for row, score in kept:
+        chunk = index.chunks[row]
         entry = index.files[chunk.file_row]
         stored: dict[str, Any] | None = contents.get(chunk.id)
-        if stored is None:  # removed since the ranking (another process): leave it out
+        if stored is None or entry.connector_id not in public:  # removed since the ranking (another process too)
             continue
         content = stored["content"]
         if len(content) > limit:
             content = content[:limit] + "\n…"
+        document = documents.get(entry.file_id) or {}
         results.append(
             SearchResult(
-                source=f"file://{entry.path}",
+                source=f"{entry.source_type}://{entry.path}",
                 content=content,
-                score=round(item.score, 4),
+                score=score,
                 metadata=ResultMetadata(
                     type=chunk.kind,
                     symbol=chunk.symbol,
                     lines=f"{chunk.start_line}-{chunk.end_line}",
                     language=entry.language,
                     last_modified=entry.last_modified_at,
-                    connector_id=entry.connector_id,
+                    connector_id=public[entry.connector_id],
                     path=entry.path,
+                    source_type=entry.source_type,
+                    title=document.get("title"),
+                    url=document.get("url"),
                 ),
             )
         )
-    status, note = await _index_status(service, tenant, connectors, int(mask.sum()))
-    if embedder == DENSE_DOWN:
-        embedder = None
-        note = note or "semantic (dense) retrieval is unavailable right now; results come from lexical ranking only"
-    return SearchOutput(
-        results=results,
-        total_results=len(results),
-        query_metadata=QueryMetadata(
-            execution_time_ms=int((time.perf_counter() - started) * 1000),
-            sources_searched=len(connectors),
-            chunks_searched=int(mask.sum()),
-            embedder=embedder,
-            index_status=status,
-            note=note,
-        ),
-    )
+    return results
+
+
+async def search(service: ContextService, tenant: str, args: SearchInput) -> SearchOutput:
+    """``context.search``: the best ``top_k`` results (the tenant's ``default_top_k`` when not given, at most its
+    ``max_results``), with the tenant's search settings."""
+    started = time.perf_counter()
+    with service.search_stats.timed(tenant):
+        settings = await search_settings(service, tenant)
+        top_k = args.top_k if "top_k" in args.model_fields_set else settings.default_top_k
+        ranking = await rank(
+            service, tenant, args, limit=min(top_k, settings.max_results), reranking=settings.enable_reranking
+        )
+        results = await results_of(service, tenant, ranking.hits)
+    metadata = ranking.metadata.model_copy(update={"execution_time_ms": int((time.perf_counter() - started) * 1000)})
+    return SearchOutput(results=results, total_results=len(results), query_metadata=metadata)
 
 
 async def _index_status(
@@ -170,6 +243,8 @@ def format_results(output: SearchOutput) -> str:
         what = f"{md.type} {md.symbol}" if md.symbol else md.type
         lines.append("")
         lines.append(f"[{number}] {md.path}:{md.lines} ({what}, {md.language}, score {result.score:.3f})")
+        if md.title:
+            lines.append(f"{md.source_type}: {md.title}" + (f" <{md.url}>" if md.url else ""))
         fence = "````" if "```" in result.content else "```"
         lines.append(f"{fence}{md.language if md.language not in ('text', 'rst', 'markdown') else ''}")
         lines.append(result.content)

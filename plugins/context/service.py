@@ -1,15 +1,20 @@
 """The context engine's service layer: the one place the operations live.
 
-The MCP tools (:mod:`.tools`) call it today; the REST routes of part 2 will call the same methods. Every method
-takes the caller's ``tenant`` (``Principal.tenant``, ``"default"`` when unauthenticated): connectors, jobs and
-search results never cross tenants.
+The MCP tools (:mod:`.tools`) and the REST routes (:mod:`.rest`) call the same methods, and the read operations
+of :mod:`.search`, :mod:`.pages`, :mod:`.suggestions`, :mod:`.related`, :mod:`.resources` and :mod:`.overview`,
+which take the service. Every method takes the caller's ``tenant`` (``Principal.tenant``, ``"default"`` when
+unauthenticated): connectors, jobs, settings and search results never cross tenants, and a connector is addressed
+by the id its tenant sees (``public_id``; see :mod:`.connectors`).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
-from datetime import UTC, datetime
+import asyncio
+import math
+import secrets
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
@@ -26,26 +31,21 @@ from gateway.api import (
 )
 from gateway_plugins.context.config import ContextConfig
 from gateway_plugins.context.connectors import ConnectorRegistry
+from gateway_plugins.context.index_job import run_index_job
 from gateway_plugins.context.indexer import Indexer
 from gateway_plugins.context.jobs import JobHandle, JobRunner
 from gateway_plugins.context.live_index import LiveIndex
 from gateway_plugins.context.migrations import MIGRATIONS, NAMESPACE
-from gateway_plugins.context.models import (
-    ConnectorInfo,
-    ConnectorOutput,
-    ConnectorStats,
-    IndexControlInput,
-    IndexControlOutput,
-    JobInfo,
-    JobProgress,
-)
+from gateway_plugins.context.models import ConnectorInfo, ConnectorStats, IndexControlOutput, JobInfo, JobProgress
+from gateway_plugins.context.pages import CursorCodec
 from gateway_plugins.context.repository import Repository
 from gateway_plugins.context.retrieval.ranker import Ranker
+from gateway_plugins.context.stats import SearchStats
 from gateway_plugins.context.vectors import ChunkVectors
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["DEFAULT_TENANT", "ContextService"]
+__all__ = ["DEFAULT_TENANT", "ConnectorChange", "ContextService", "field_error"]
 
 DEFAULT_TENANT = "default"
 _SECRET_WORDS = ("token", "secret", "password", "key", "credential")
@@ -75,6 +75,21 @@ def _job_info(row: dict[str, Any] | None) -> JobInfo | None:
     )
 
 
+@dataclass(frozen=True)
+class ConnectorChange:
+    """What an update did: the connector after it, whether what it indexes changed, and the re-index job started
+    for the change (``None`` when nothing changed, or another job of the tenant was running: ``note`` says)."""
+
+    connector: ConnectorInfo
+    changed: bool
+    job: JobInfo | None
+    note: str
+
+
+def _conflict(message: str, details: dict[str, Any]) -> ToolError:
+    return ToolError(message, code="conflict", http_status=409, details=details)
+
+
 class ContextService:
     def __init__(self, config: ContextConfig, context: PackContext) -> None:
         self.config = config
@@ -87,12 +102,24 @@ class ContextService:
         self.jobs: JobRunner | None = None
         self.indexer: Indexer | None = None
         self.vectors: ChunkVectors | None = None
+        self.plain_ranker: Ranker | None = None
+        """Ranks by the fused lexical and dense scores alone (a tenant's ``search.enable_reranking = false``)."""
+        self.search_stats = SearchStats()
+        self.suggestion_cache: OrderedDict[Any, Any] = OrderedDict()
+        self._cursors: CursorCodec | None = None
+        self._starting = asyncio.Lock()
 
     @property
     def store(self) -> RelationalStore:
         if self._store is None:
             raise RuntimeError("the context pack is not started")
         return self._store
+
+    @property
+    def cursors(self) -> CursorCodec:
+        if self._cursors is None:
+            raise RuntimeError("the context pack is not started")
+        return self._cursors
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -103,7 +130,10 @@ class ContextService:
         self.vectors = ChunkVectors(self.context.provider(VECTOR_STORE))
         self.live = LiveIndex(store, self.repo, refresh_seconds=self.config.refresh_seconds)
         await self.live.catch_up()
-        self.ranker = Ranker(self.live.index, self.config.ranking_options())
+        options = self.config.ranking_options()
+        self.ranker = Ranker(self.live.index, options)
+        self.plain_ranker = Ranker(self.live.index, replace(options, structural=False, messages=False, graph=False))
+        self._cursors = CursorCodec(bytes.fromhex(await self.repo.secret(store, "cursor", secrets.token_hex(32))))
         self.connectors = ConnectorRegistry(self.context, store, self.repo)
         self.jobs = JobRunner(store, self.repo, heartbeat_seconds=self.config.heartbeat_seconds)
         self.indexer = Indexer(
@@ -131,7 +161,7 @@ class ContextService:
                 if existing is None:
                     await self.connectors.add(tenant, raw, origin="config")
                 else:
-                    await self.connectors.update(tenant, existing["id"], raw)
+                    await self.connectors.update(tenant, existing["public_id"], raw)
             except ToolError as exc:
                 raise ConfigError(
                     f"'plugins.context.connectors[{number}]' ({declared.name!r}): {exc.message}"
@@ -148,7 +178,7 @@ class ContextService:
     async def connector_info(self, row: dict[str, Any]) -> ConnectorInfo:
         skipped = row.get("skipped") or {}
         return ConnectorInfo(
-            id=row["id"],
+            id=row["public_id"],
             type=row["type"],
             name=row["name"],
             status=row["status"],
@@ -164,110 +194,126 @@ class ContextService:
             ),
         )
 
-    async def manage_connectors(
-        self, tenant: str, action: str, connector_id: str | None, config: dict[str, Any] | None
-    ) -> ConnectorOutput:
-        registry = self.connectors
-        assert registry is not None and self.vectors is not None and self.live is not None
-        if action == "list":
-            rows = await self.repo.list_connectors(self.store, tenant)
-            infos = [await self.connector_info(r) for r in rows]
-            return ConnectorOutput(action=action, message=f"{len(infos)} connector(s)", connectors=infos)
-        if action == "add":
-            if not config:
-                raise _field_error("connector_config", "required for add")
-            row = await registry.add(tenant, config)
-            return ConnectorOutput(
-                action=action,
-                message=f"connector {row['id']!r} added; run context.index_control start to index it",
-                connectors=[await self.connector_info(row)],
-            )
-        if not connector_id:
-            raise _field_error("connector_id", f"required for {action}")
-        if action == "update":
-            if not config:
-                raise _field_error("connector_config", "required for update")
-            row, changed = await registry.update(tenant, connector_id, config)
-            note = "; its content changed: run context.index_control start to re-index" if changed else ""
-            return ConnectorOutput(
-                action=action,
-                message=f"connector {connector_id!r} updated{note}",
-                connectors=[await self.connector_info(row)],
-            )
+    async def list_connectors(self, tenant: str) -> list[ConnectorInfo]:
+        return [await self.connector_info(row) for row in await self.repo.list_connectors(self.store, tenant)]
+
+    async def get_connector(self, tenant: str, connector_id: str) -> ConnectorInfo:
+        assert self.connectors is not None
+        return await self.connector_info(await self.connectors.get(tenant, connector_id))
+
+    async def add_connector(self, tenant: str, config: Mapping[str, Any]) -> ConnectorInfo:
+        """Add a connector (``{"type", "name", ...the type's options}``); it is indexed by the next start."""
+        assert self.connectors is not None
+        return await self.connector_info(await self.connectors.add(tenant, config))
+
+    async def update_connector(self, tenant: str, connector_id: str, config: Mapping[str, Any]) -> ConnectorChange:
+        """Rename a connector and/or change its options; when what it indexes changed, start re-indexing it."""
+        assert self.connectors is not None
+        row, changed = await self.connectors.update(tenant, connector_id, config)
+        job, note = None, ""
+        if changed:
+            try:
+                started = await self.start_indexing(tenant, [connector_id])
+                job, note = started.current_job, "its content changed: re-indexing it"
+            except ToolError as exc:
+                if exc.code != "conflict":
+                    raise
+                note = "its content changed: start an index job to re-index it when the running one finishes"
+        return ConnectorChange(await self.connector_info(row), changed, job, note)
+
+    async def remove_connector(self, tenant: str, connector_id: str) -> int:
+        """Remove a connector with everything indexed from it (a job indexing it is stopped first); returns the
+        number of chunks removed."""
+        assert self.connectors is not None and self.vectors is not None and self.live is not None
+        await self.connectors.get(tenant, connector_id)
         active = await self.jobs.active(tenant) if self.jobs else None
         if active is not None and connector_id in (active["connectors"] or []):
             await self.jobs.stop(active["id"])  # type: ignore[union-attr]
             await self.jobs.wait(active["id"])  # type: ignore[union-attr]
-        removed = await registry.remove(tenant, connector_id)
+        removed = await self.connectors.remove(tenant, connector_id)
         await self.vectors.delete_everywhere(removed)
         await self.live.catch_up()
-        return ConnectorOutput(
-            action=action, message=f"connector {connector_id!r} removed with its {len(removed)} indexed chunk(s)"
-        )
+        return len(removed)
 
     # -- index control -----------------------------------------------------------------------------------------
 
     async def _selected(self, tenant: str, ids: Sequence[str] | None) -> list[dict[str, Any]]:
+        """The tenant's connectors named by ``ids``: connector ids, connector types (every connector of the type, as
+        the spec's ``["github", "slack"]``; an id is ``<type>-<name>``, so the two never clash) or ``"all"``."""
         rows = await self.repo.list_connectors(self.store, tenant)
-        if not ids:
+        if not ids or "all" in ids:
             return rows
-        by_id = {r["id"]: r for r in rows}
-        unknown = [i for i in ids if i not in by_id and i != "all"]
+        by_id = {r["public_id"]: r for r in rows}
+        types = {r["type"] for r in rows}
+        unknown = [i for i in ids if i not in by_id and i not in types]
         if unknown:
             raise NotFound(
                 f"unknown connector id(s): {', '.join(unknown)}",
                 details={"field": "connectors", "unknown": unknown, "known": sorted(by_id)},
             )
-        return rows if "all" in ids else [by_id[i] for i in ids]
+        wanted = set(ids)
+        return [r for r in rows if r["public_id"] in wanted or r["type"] in wanted]
 
-    async def index_control(self, tenant: str, args: IndexControlInput) -> IndexControlOutput:
+    async def index_status(self, tenant: str) -> IndexControlOutput:
+        """The running job (else the latest one) and the last completed one."""
         jobs = self.jobs
         assert jobs is not None
-        if args.action == "status":
-            active = await jobs.active(tenant)
-            latest = active or await jobs.latest(tenant)
-            status = active["status"] if active else ("idle" if latest is None else latest["status"])
-            return IndexControlOutput(
-                action="status",
-                status=status,
-                message="indexing" if active else "no job running",
-                current_job=_job_info(latest),
-                last_completed=_job_info(await jobs.last_finished(tenant)),
-            )
-        if args.action == "stop":
-            active = await jobs.active(tenant)
-            if active is None:
-                raise ToolError(
-                    "no indexing job is running",
-                    code="not_found",
-                    http_status=404,
-                    details={"field": "action", "reason": "no_job"},
-                )
-            await jobs.stop(active["id"])
-            return IndexControlOutput(
-                action="stop",
-                status="stopping",
-                message="indexing will stop gracefully after the current file",
-                current_job=_job_info(await self.repo.get_job(self.store, active["id"])),
-            )
-        selected = await self._selected(tenant, args.connectors)
-        if not selected:
-            raise _field_error("connectors", "no connector to index: add one with context.connector_management")
         active = await jobs.active(tenant)
-        if active is not None:
-            return IndexControlOutput(
-                action=args.action,
-                status=active["status"],
-                message="a job is already running",
-                current_job=_job_info(active),
-            )
-        force = args.action == "force_reindex"
-        ids = [r["id"] for r in selected]
-        row = await jobs.start(
-            tenant, "reindex" if force else "index", ids, lambda handle: self._index_job(handle, selected, force)
-        )
+        latest = active or await jobs.latest(tenant)
+        status = active["status"] if active else ("idle" if latest is None else latest["status"])
         return IndexControlOutput(
-            action=args.action,
+            action="status",
+            status=status,
+            message="indexing" if active else "no job running",
+            current_job=_job_info(latest),
+            last_completed=_job_info(await jobs.last_finished(tenant)),
+        )
+
+    async def stop_indexing(self, tenant: str) -> IndexControlOutput:
+        """Ask the running job to stop after its current document (404 when none runs)."""
+        jobs = self.jobs
+        assert jobs is not None
+        active = await jobs.active(tenant)
+        if active is None:
+            raise ToolError(
+                "no indexing job is running",
+                code="not_found",
+                http_status=404,
+                details={"field": "action", "reason": "no_job"},
+            )
+        await jobs.stop(active["id"])
+        return IndexControlOutput(
+            action="stop",
+            status="stopping",
+            message="indexing will stop gracefully after the current file",
+            current_job=_job_info(await self.repo.get_job(self.store, active["id"])),
+        )
+
+    async def start_indexing(
+        self, tenant: str, connectors: Sequence[str] | None = None, *, force: bool = False
+    ) -> IndexControlOutput:
+        """Start a background job indexing ``connectors`` (public ids; default or ``"all"``: every connector of the
+        tenant): incremental, or everything again with ``force``. One job per tenant at a time: while one runs,
+        409 with its id."""
+        jobs = self.jobs
+        assert jobs is not None
+        selected = await self._selected(tenant, connectors)
+        if not selected:
+            raise field_error("connectors", "no connector to index: add one with context.connector_management")
+        async with self._starting:  # check and start as one step (within this process)
+            active = await jobs.active(tenant)
+            if active is not None:
+                raise _conflict(
+                    f"an indexing job is already running ({active['completed']}/{active['total']} documents): "
+                    "wait for it (status) or stop it",
+                    {"job_id": active["id"], "status": active["status"]},
+                )
+            ids = [r["public_id"] for r in selected]
+            row = await jobs.start(
+                tenant, "reindex" if force else "index", ids, lambda handle: self._index_job(handle, selected, force)
+            )
+        return IndexControlOutput(
+            action="force_reindex" if force else "start",
             status="running",
             message=f"indexing {len(ids)} connector(s) in the background; poll with action 'status'",
             current_job=_job_info(row),
@@ -277,68 +323,17 @@ class ContextService:
             else None,
         )
 
+    async def estimated_minutes(self, tenant: str, kind: str) -> int | None:
+        """How long a job of ``kind`` may take: the tenant's last completed one of that kind (rounded up)."""
+        for row in await self.repo.jobs_of(self.store, tenant, ("completed",), limit=20):
+            if row["kind"] == kind and row["finished_at"] is not None:
+                return max(1, math.ceil((row["finished_at"] - row["started_at"]).total_seconds() / 60))
+        return None
+
     async def _index_job(self, handle: JobHandle, connectors: list[dict[str, Any]], force: bool) -> None:
-        registry, indexer = self.connectors, self.indexer
-        assert registry is not None and indexer is not None
-        scans = []
-        for row in connectors:
-            connector = await registry.instance(row)
-            scan = await connector.scan()
-            scans.append((row, connector, scan))
-            handle.total += len(scan.documents)
-        await handle.report(force=True)
-        for row, connector, scan in scans:
-            if handle.stop_requested:
-                break
-            handle.current_connector = row["id"]
-            base = handle.completed
-            await self.repo.update_connector(self.store, row["id"], {"status": "indexing"})
-
-            async def progress(done: int, path: str | None, base: int = base) -> None:
-                handle.completed = base + done
-                handle.documents = handle.completed
-                await handle.report()
-
-            try:
-                outcome = await indexer.run(
-                    row["id"],
-                    connector,
-                    scan.documents,
-                    force=force,
-                    progress=progress,
-                    should_stop=lambda: handle.stop_requested,
-                )
-            except Exception as exc:
-                await self.repo.update_connector(
-                    self.store, row["id"], {"status": "error", "last_error": f"{type(exc).__name__}: {exc}"}
-                )
-                raise
-            handle.completed = base + len(scan.documents) if not outcome.stopped else handle.completed
-            skipped = Counter(s.reason for s in scan.skipped)
-            if not scan.documents:  # an empty index must never be a mystery
-                reasons = ", ".join(f"{n} {r}" for r, n in skipped.most_common()) or "the source is empty"
-                outcome.failed.insert(0, f"no document to index ({reasons})")
-            await self.repo.update_connector(
-                self.store,
-                row["id"],
-                {
-                    "status": "stopped" if outcome.stopped else "active",
-                    "last_sync": datetime.now(UTC) if not outcome.stopped else row["last_sync"],
-                    "documents": len(await self.repo.file_states(self.store, row["id"])),
-                    "skipped": dict(skipped),
-                    "last_error": "; ".join(outcome.failed[:5]) or None,
-                },
-            )
-            log.info(
-                "context.connector.indexed",
-                connector=row["id"],
-                indexed=outcome.indexed,
-                unchanged=outcome.unchanged,
-                removed=outcome.removed,
-                skipped=dict(skipped),
-            )
-        await handle.report(force=True)
+        await run_index_job(self, handle, connectors, force)
 
 
-def _field_error(field: str, message: str) -> ValidationFailed:
+def field_error(field: str, message: str) -> ValidationFailed:
+    """Invalid input, naming the field."""
     return ValidationFailed(f"{field}: {message}", details={"errors": [{"field": field, "message": message}]})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.api import CallContext, Tool, ToolAnnotations
+from gateway.api import CallContext, ScopeByArgument, Tool, ToolAnnotations
 from gateway_plugins.context.models import (
     ConnectorInput,
     ConnectorOutput,
@@ -17,22 +17,55 @@ from gateway_plugins.context.models import (
     SearchOutput,
 )
 from gateway_plugins.context.related import related_info
+from gateway_plugins.context.scopes import CONNECTORS_READ, CONNECTORS_WRITE, INDEX_READ, INDEX_WRITE, SEARCH_READ
 from gateway_plugins.context.search import format_results, search
-from gateway_plugins.context.service import DEFAULT_TENANT, ContextService
+from gateway_plugins.context.service import DEFAULT_TENANT, ContextService, field_error
 
-__all__ = ["SCOPES", "build_tools"]
+__all__ = ["build_tools", "index_control", "manage_connectors"]
 
-SCOPES = {
-    "search": "search:read",
-    "related": "search:read",
-    "index": "index:write",
-    "connectors": "connectors:write",
-}
-"""The spec's scopes (REST section 1.1), reused for the MCP tools."""
+INDEX_SCOPES = ScopeByArgument("action", {"status": INDEX_READ})
+"""``context.index_control``: ``status`` reads (``index:read``), the other actions write (``index:write``)."""
+CONNECTOR_SCOPES = ScopeByArgument("action", {"list": CONNECTORS_READ})
+"""``context.connector_management``: ``list`` reads (``connectors:read``), the other actions write."""
 
 
 def _tenant(ctx: CallContext) -> str:
     return ctx.principal.tenant or DEFAULT_TENANT
+
+
+async def index_control(service: ContextService, tenant: str, args: IndexControlInput) -> IndexControlOutput:
+    """``context.index_control``: its action, by the service's operation of that name."""
+    if args.action == "status":
+        return await service.index_status(tenant)
+    if args.action == "stop":
+        return await service.stop_indexing(tenant)
+    return await service.start_indexing(tenant, args.connectors, force=args.action == "force_reindex")
+
+
+async def manage_connectors(service: ContextService, tenant: str, args: ConnectorInput) -> ConnectorOutput:
+    """``context.connector_management``: its action, by the service's operation of that name."""
+    action, connector_id, config = args.action, args.connector_id, args.connector_config
+    if action == "list":
+        infos = await service.list_connectors(tenant)
+        return ConnectorOutput(action=action, message=f"{len(infos)} connector(s)", connectors=infos)
+    if action == "add":
+        if not config:
+            raise field_error("connector_config", "required for add")
+        info = await service.add_connector(tenant, config)
+        message = f"connector {info.id!r} added; run context.index_control start to index it"
+        return ConnectorOutput(action=action, message=message, connectors=[info])
+    if not connector_id:
+        raise field_error("connector_id", f"required for {action}")
+    if action == "update":
+        if not config:
+            raise field_error("connector_config", "required for update")
+        change = await service.update_connector(tenant, connector_id, config)
+        message = f"connector {connector_id!r} updated" + (f"; {change.note}" if change.note else "")
+        return ConnectorOutput(action=action, message=message, connectors=[change.connector])
+    removed = await service.remove_connector(tenant, connector_id)
+    return ConnectorOutput(
+        action=action, message=f"connector {connector_id!r} removed with its {removed} indexed chunk(s)"
+    )
 
 
 def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
@@ -43,10 +76,10 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
         return await related_info(service, _tenant(ctx), args)
 
     async def index_tool(args: IndexControlInput, ctx: CallContext) -> IndexControlOutput:
-        return await service.index_control(_tenant(ctx), args)
+        return await index_control(service, _tenant(ctx), args)
 
     async def connectors_tool(args: ConnectorInput, ctx: CallContext) -> ConnectorOutput:
-        return await service.manage_connectors(_tenant(ctx), args.action, args.connector_id, args.connector_config)
+        return await manage_connectors(service, _tenant(ctx), args)
 
     return [
         Tool(
@@ -59,7 +92,7 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
             SearchOutput,
             search_tool,
             annotations=ToolAnnotations(read_only=True, idempotent=True, title="Search the indexed code"),
-            scope=SCOPES["search"],
+            scope=SEARCH_READ,
             text=format_results,
         ),
         Tool(
@@ -71,7 +104,7 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
             RelatedOutput,
             related_tool,
             annotations=ToolAnnotations(read_only=True, idempotent=True, title="Related information"),
-            scope=SCOPES["related"],
+            scope=SEARCH_READ,
             text_indent=2,
         ),
         Tool(
@@ -82,7 +115,8 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
             IndexControlOutput,
             index_tool,
             annotations=ToolAnnotations(title="Index control"),
-            scope=SCOPES["index"],
+            scope=INDEX_WRITE,
+            scope_by=INDEX_SCOPES,
             text_indent=2,
         ),
         Tool(
@@ -93,7 +127,8 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
             ConnectorOutput,
             connectors_tool,
             annotations=ToolAnnotations(destructive=True, title="Connector management"),
-            scope=SCOPES["connectors"],
+            scope=CONNECTORS_WRITE,
+            scope_by=CONNECTOR_SCOPES,
             text_indent=2,
         ),
     ]

@@ -30,6 +30,7 @@ from gateway_plugins.gim.texts import (
     resolution_text,
 )
 from gateway_plugins.gim.vectors import ItemVectors
+from gateway_plugins.gim.vocabulary import explanation_terms
 
 if TYPE_CHECKING:
     from gateway_plugins.gim.core import GimCore
@@ -57,6 +58,7 @@ def prepare_trusted(args: SubmitIssueInput) -> Prepared:
     provider = args.provider.strip().lower()
     signature = normalise_error(args.error_message or args.error_description)
     err = error_text(signature, args.error_description)
+    resolution = resolution_text(args.root_cause, fix)
     return Prepared(
         description=args.error_description,
         error_message=args.error_message,
@@ -69,12 +71,13 @@ def prepare_trusted(args: SubmitIssueInput) -> Prepared:
         tokens=lexical_tokens(err),
         texts={
             ERROR: err,
-            RESOLUTION: resolution_text(args.root_cause, fix),
+            RESOLUTION: resolution,
             COMBINED: combined_text(args.error_message or args.error_description, args.root_cause, fix),
         },
         title=canonical_title(args.error_description, args.error_message, signature),
         category=categorise(args.root_cause, args.error_message or args.error_description),
         symptoms=list(signature.key_lines[:5]),
+        terms=explanation_terms(resolution),
     )
 
 
@@ -128,5 +131,6 @@ def _item_row(item_id: str, prepared: Prepared, now: Any) -> dict[str, Any]:
         "signature": prepared.texts[ERROR],
         "texts": prepared.texts,
         "tokens": " ".join(prepared.tokens),
+        "terms": " ".join(sorted(prepared.terms)),
         "created_at": now,
     }

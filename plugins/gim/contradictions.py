@@ -3,7 +3,10 @@
 For each candidate master that passes rules 1-2 (:mod:`gateway_plugins.gim.dedup`), the master's evidence is
 rebuilt from what is stored: its root cause and fix bundle (the master row) and the texts of the master's own item
 and of its items whose error matched the submission (``gim_items.texts``: the normalised error signature and the
-resolution text). Nothing new is stored, so masters written before this rule existed are checked alike.
+resolution text). The specific checks (:mod:`gateway_plugins.gim.agreement`) read the master and those items
+together; the mechanism check (:mod:`gateway_plugins.gim.mechanism`) compares the submission with each item on its
+own, weighting terms by the explanation vocabulary (:attr:`GimCore.vocabulary`). Masters written before these rules
+existed are checked alike.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import structlog
 from gateway_plugins.gim.agreement import conflicts
 from gateway_plugins.gim.dedup import Evidence
 from gateway_plugins.gim.evidence import Facts, extract_facts
+from gateway_plugins.gim.mechanism import ReportTerms, mechanism_conflict, report_terms
 from gateway_plugins.gim.models import MasterIssue
-from gateway_plugins.gim.texts import ERROR, RESOLUTION
+from gateway_plugins.gim.texts import ERROR, RESOLUTION, resolution_text
 
 if TYPE_CHECKING:
     from gateway_plugins.gim.core import GimCore
@@ -25,7 +29,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["attach_conflicts", "master_facts", "submission_facts"]
+__all__ = ["attach_conflicts", "master_facts", "master_terms", "submission_facts"]
 
 _ITEMS_PER_MASTER = 8
 """Matched items of one master whose texts are read (the master's own item always is)."""
@@ -51,6 +55,16 @@ def master_facts(
     return facts
 
 
+def master_terms(
+    master: MasterIssue, own: Mapping[str, str] | None, matched: Iterable[Mapping[str, str]] = ()
+) -> list[ReportTerms]:
+    """The terms of a master's own report (with its fix's actions), then of each matched child."""
+    own = own or {}
+    resolution = own.get(RESOLUTION) or resolution_text(master.root_cause, master.fix_bundle)
+    items = [report_terms(own.get(ERROR, ""), resolution, master.fix_bundle)]
+    return items + [report_terms(texts.get(ERROR, ""), texts.get(RESOLUTION, "")) for texts in matched]
+
+
 async def attach_conflicts(
     core: GimCore,
     prepared: Prepared,
@@ -58,8 +72,10 @@ async def attach_conflicts(
     *,
     error_threshold: float,
     resolution_threshold: float,
+    mechanism_overlap: float,
 ) -> None:
-    """Fill ``conflicts`` of every candidate that passes rules 1-2 (the others cannot merge anyway)."""
+    """Fill ``conflicts`` of every candidate that passes rules 1-2 (the others cannot merge anyway).
+    ``mechanism_overlap``: the mechanism check's ``min_overlap`` (0 leaves the check out)."""
     candidates = [e for e in evidence.values() if e.passes(error_threshold, resolution_threshold)]
     if not candidates:
         return
@@ -70,11 +86,17 @@ async def attach_conflicts(
         str(row["id"]): row["texts"] for row in await core.repo.items_texts(core.store, item_ids)
     }
     mine = submission_facts(prepared)
+    my_terms = report_terms(prepared.texts[ERROR], "", prepared.fix_bundle, explanation=prepared.terms)
     for e in candidates:
         master = masters.get(e.master_id)
         if master is None:
             continue
+        own = by_item.get(e.master_id)
         children = [by_item[i] for i in matched[e.master_id] if i in by_item]
-        e.conflicts = tuple(conflicts(mine, master_facts(master, by_item.get(e.master_id), children)))
+        found = conflicts(mine, master_facts(master, own, children))
+        mechanism = mechanism_conflict(
+            my_terms, master_terms(master, own, children), core.vocabulary, min_overlap=mechanism_overlap
+        )
+        e.conflicts = tuple(found if mechanism is None else [*found, mechanism])
         if e.conflicts:
             log.info("gim.dedup.contradiction", master=e.master_id, conflicts=[str(c) for c in e.conflicts])

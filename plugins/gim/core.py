@@ -1,15 +1,16 @@
-"""The pack's shared state: providers, repository, vector index, lexical index, lock, and start-up.
+"""The pack's shared state: providers, repository, vector index, lexical index, vocabulary, lock, and start-up.
 
 Start-up (``GimCore.start``): apply the migrations, load the vector generations, reconcile the two stores
-under the dedup lock (:mod:`gateway_plugins.gim.consistency`), and load the lexical index from the relational
-store. The embedder chain is built on first use (a search or a submission), so starting costs no model load.
+under the dedup lock (:mod:`gateway_plugins.gim.consistency`), and load the lexical index and the explanation
+vocabulary from the relational store. The embedder chain is built on first use (a search or a submission), so
+starting costs no model load.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +34,7 @@ from gateway_plugins.gim.migrations import MIGRATIONS, NAMESPACE
 from gateway_plugins.gim.repository import Repository
 from gateway_plugins.gim.texts import COMBINED, ERROR, RESOLUTION
 from gateway_plugins.gim.vectors import VectorIndex
+from gateway_plugins.gim.vocabulary import ExplanationVocabulary, explanation_terms
 
 log = structlog.get_logger(__name__)
 
@@ -54,6 +56,8 @@ class GimCore:
         self.context = context
         self.repo = Repository()
         self.lexical = LexicalIndex()
+        self.vocabulary = ExplanationVocabulary()
+        """Document frequencies of the explanation terms of the same items as :attr:`lexical`."""
         self.confidence = BetaConfidence(config.confidence_prior_alpha, config.confidence_prior_beta)
         self._store: RelationalStore | None = None
         self._vectors: VectorIndex | None = None
@@ -167,7 +171,8 @@ class GimCore:
             await self.ensure_embedders()
 
     async def catch_up(self, *, max_age: float = 0.0) -> None:
-        """Load items activated since the last call (by this or another process) into the lexical index.
+        """Load items activated since the last call (by this or another process) into the lexical index and the
+        explanation vocabulary.
 
         ``max_age``: skip when the last catch-up is younger (searches accept seeing another process's newest
         items that much later; this process's own are indexed as they are activated)."""
@@ -177,10 +182,32 @@ class GimCore:
         self._caught_up_at = now
         while True:
             rows = await self.repo.active_items_after(self.store, self.lexical.last_seq, _CATCH_UP_BATCH)
+            legacy = [str(row["id"]) for row in rows if row["terms"] is None and row["id"] not in self.lexical]
+            resolutions = (
+                {str(r["id"]): r["texts"].get(RESOLUTION, "") for r in await self.repo.items_texts(self.store, legacy)}
+                if legacy
+                else {}
+            )
             for row in rows:
-                self.lexical.add(row["id"], row["master_id"], row["tokens"].split(), seq=int(row["index_seq"]))
+                self.index_item(
+                    row["id"],
+                    row["master_id"],
+                    row["tokens"].split(),
+                    row["terms"].split()
+                    if row["terms"] is not None
+                    else explanation_terms(resolutions.get(row["id"], "")),
+                    seq=int(row["index_seq"]),
+                )
             if len(rows) < _CATCH_UP_BATCH:
                 return
+
+    def index_item(
+        self, item_id: str, master_id: str, tokens: Sequence[str], terms: Iterable[str], *, seq: int | None
+    ) -> None:
+        """Add an active item to the lexical index and, the first time, its explanation terms to the vocabulary."""
+        if item_id not in self.lexical:
+            self.vocabulary.add(terms)
+        self.lexical.add(item_id, master_id, tokens, seq=seq)
 
     # -- usage ----------------------------------------------------------------------------------------------------
 

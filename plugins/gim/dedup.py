@@ -13,8 +13,12 @@ Hybrid rule (all must hold for a candidate master; the best-scoring such master 
 3. **No contradiction** (``dedup_require_agreement``, on by default) — the specific evidence of the submission
    and of the master (:mod:`gateway_plugins.gim.evidence`: the values in the failure line, the libraries the
    trace passes through, the packages the cause and fix are about and the direction the fix moves them) does
-   not contradict (:mod:`gateway_plugins.gim.agreement`). Embeddings blur exactly these details, so rules 1-2
-   alone merged a fifth of unseen look-alike pairs; each contradiction is a veto, and none can cause a merge.
+   not contradict (:mod:`gateway_plugins.gim.agreement`), and the two explanations describe the same mechanism
+   (:mod:`gateway_plugins.gim.mechanism`): what they add beyond the error texts overlaps by at least
+   ``dedup_mechanism_overlap`` (IDF-weighted over the stored explanations), or their fixes' actions agree.
+   Embeddings blur exactly these details and weigh most the words look-alike explanations share with their error,
+   so rules 1-2 alone merged a fifth of unseen look-alike pairs; each contradiction is a veto, and none can cause
+   a merge.
 4. Optionally (``require_same_exception_type``, off by default) **compatible exception types**: the
    submission's exception type is among the master's, or one side has none or only a warning. Off by default
    because real reports of one cause raise different types (ESM ``SyntaxError`` vs CommonJS ``TypeError`` for

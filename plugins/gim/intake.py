@@ -8,9 +8,10 @@ stored, in one call so that one value gets one placeholder everywhere. It fails 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from gateway.api import FieldKind, InsufficientData, SanitizationFailed, SanitizationService
+from gateway.api import FieldKind, InsufficientData, SanitizationFailed, SanitizationService, off_loop
 from gateway_plugins.gim.categories import categorise
 from gateway_plugins.gim.models import PROVIDERS, EnvironmentInfo, FixBundle, ModelInfo
 from gateway_plugins.gim.schemas import SubmitIssueInput
@@ -24,6 +25,7 @@ from gateway_plugins.gim.texts import (
     error_text,
     resolution_text,
 )
+from gateway_plugins.gim.vocabulary import explanation_terms
 
 __all__ = ["Prepared", "prepare_submission"]
 
@@ -47,6 +49,8 @@ class Prepared:
     title: str
     category: str
     symptoms: list[str] = field(default_factory=list)
+    terms: frozenset[str] = frozenset()
+    """The explanation terms of the resolution text (:func:`gateway_plugins.gim.vocabulary.explanation_terms`)."""
 
     @property
     def error(self) -> str:
@@ -156,6 +160,10 @@ async def prepare_submission(service: SanitizationService, args: SubmitIssueInpu
     """Sanitise ``args`` and derive the stored texts (raises ``SanitizationFailed`` / ``InsufficientData``)."""
     _check_sufficient(args)
     clean = await _sanitize(service, _fields(args))
+    return await off_loop(partial(_derive, args, clean), size=sum(map(len, clean.values())))
+
+
+def _derive(args: SubmitIssueInput, clean: dict[str, str]) -> Prepared:
     description = clean["error_description"]
     error_message = clean.get("error_message") or None
     root_cause = clean["root_cause"]
@@ -175,6 +183,7 @@ async def prepare_submission(service: SanitizationService, args: SubmitIssueInpu
         raise InsufficientData(
             "Nothing of the error is left to match once normalised.", details={"field": "error_message"}
         )
+    resolution = resolution_text(root_cause, fix)
     return Prepared(
         description=description,
         error_message=error_message,
@@ -187,10 +196,11 @@ async def prepare_submission(service: SanitizationService, args: SubmitIssueInpu
         tokens=lexical_tokens(err),
         texts={
             ERROR: err,
-            RESOLUTION: resolution_text(root_cause, fix),
+            RESOLUTION: resolution,
             COMBINED: combined_text(error_message or description, root_cause, fix),
         },
         title=canonical_title(description, error_message, signature),
         category=categorise(root_cause, error_message or description),
         symptoms=list(signature.key_lines[:5]),
+        terms=explanation_terms(resolution),
     )

@@ -4,9 +4,11 @@ Tables:
 
 * ``gim_masters`` / ``gim_children``: the spec's MasterIssue and ChildIssue, JSON columns as text.
 * ``gim_items``: one row per searchable item (every master and every child) with the texts that are embedded
-  (normalised error signature, root cause, combined text) and its lexical tokens, so a reindex or the lexical
-  index never needs the original submission. ``state`` is ``pending`` until the item's vectors are written,
-  then ``active``; ``index_seq`` orders activations so other processes can follow new items incrementally.
+  (normalised error signature, root cause, combined text), its lexical tokens and its explanation terms (v2:
+  ``terms``, the vocabulary of :mod:`gateway_plugins.gim.vocabulary`; NULL for items written before), so a reindex,
+  the lexical index or the vocabulary never needs the original submission. ``state`` is ``pending`` until the item's
+  vectors are written, then ``active``; ``index_seq`` orders activations so other processes can follow new items
+  incrementally.
 * ``gim_vectors``: which items have vectors for which embedder and generation (missing vectors after an outage
   are rows that do not exist; a reindex fills them and records its progress here, per item).
 * ``gim_generations``: the active (and, during a full reindex, the building) vector generation per embedder.
@@ -123,4 +125,9 @@ CREATE TABLE gim_state (
 INSERT INTO gim_state (name, value) VALUES ('index_seq', 0);
 """
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "gim schema", _SCHEMA_V1),)
+_TERMS_V2 = "ALTER TABLE gim_items ADD COLUMN terms TEXT;"
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "gim schema", _SCHEMA_V1),
+    Migration(2, "gim item explanation terms", _TERMS_V2),
+)

@@ -38,8 +38,8 @@ _INSERT_MASTER = (
 )
 _INSERT_ITEM = (
     "INSERT INTO gim_items (id, master_id, role, state, index_seq, exception_type, signature, texts, tokens, "
-    "created_at) VALUES (:id, :master_id, :role, 'pending', NULL, :exception_type, :signature, :texts, :tokens, "
-    ":created_at)"
+    "terms, created_at) VALUES (:id, :master_id, :role, 'pending', NULL, :exception_type, :signature, :texts, "
+    ":tokens, :terms, :created_at)"
 )
 _ACTIVE_WITHOUT_VECTORS = (
     "i.state = 'active' AND NOT EXISTS (SELECT 1 FROM gim_vectors v WHERE v.item_id = i.id "
@@ -186,8 +186,8 @@ class Repository:
 
     async def active_items_after(self, db: Db, after_seq: int, limit: int) -> list[Row]:
         return await db.fetch_all(
-            "SELECT id, master_id, tokens, index_seq FROM gim_items WHERE state = 'active' AND index_seq > :after "
-            "ORDER BY index_seq LIMIT :limit",
+            "SELECT id, master_id, tokens, terms, index_seq FROM gim_items "
+            "WHERE state = 'active' AND index_seq > :after ORDER BY index_seq LIMIT :limit",
             {"after": after_seq, "limit": limit},
         )
 

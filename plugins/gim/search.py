@@ -8,15 +8,15 @@ oversampling)`` items; the same number of most relevant masters is re-scored wit
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import TYPE_CHECKING
 
-from gateway.api import CallContext, InsufficientData
+from gateway.api import CallContext, InsufficientData, off_loop
 from gateway_plugins.gim.models import ModelInfo
 from gateway_plugins.gim.overlap import alongside
 from gateway_plugins.gim.ranking import environment_matches, fuse, rank, shortlist
 from gateway_plugins.gim.schemas import IssueSummary, SearchIssuesInput, SearchIssuesOutput
-from gateway_plugins.gim.signatures import lexical_tokens, normalise_error
-from gateway_plugins.gim.texts import COMBINED, ERROR, baseline_query_text, error_text
+from gateway_plugins.gim.texts import COMBINED, ERROR, query_texts
 
 if TYPE_CHECKING:
     from gateway_plugins.gim.core import GimCore
@@ -26,17 +26,17 @@ __all__ = ["search"]
 
 async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> SearchIssuesOutput:
     text = await core.sanitization.sanitize_query(args.error_message)
-    signature = normalise_error(text)
-    query_text = error_text(signature, text) if core.hybrid else baseline_query_text(text)
-    if not any(ch.isalnum() for ch in text):
+    derived = await off_loop(partial(query_texts, text, hybrid=core.hybrid), size=len(text))
+    if derived is None:
         raise InsufficientData("The error message has nothing to search for.", details={"field": "error_message"})
+    query_text, tokens = derived
     await core.ensure_embedders()
     pool = max(core.config.candidate_pool, math.ceil((args.offset + args.limit) * core.config.oversampling))
     # The query embedding (the slow part, in a worker thread) runs while the lexical side is searched.
     async with alongside(lambda: core.embeddings.embed_query(query_text)) as embedding:
         await core.refresh_generations()
         await core.catch_up(max_age=core.config.lexical_refresh_seconds)
-        lexical = core.lexical.search(lexical_tokens(query_text), limit=pool) if core.hybrid else []
+        lexical = await core.lexical.search_sliced(tokens, limit=pool) if core.hybrid else []
     query = embedding.value
     kind = ERROR if core.hybrid else COMBINED
     dense = await core.vectors.query(query.embedder_id, query.vector, kind=kind, limit=pool)

@@ -16,15 +16,31 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["ErrorSignature", "lexical_tokens", "normalise_error", "normalise_text"]
+__all__ = ["MAX_LEXICAL_TOKENS", "ErrorSignature", "lexical_tokens", "normalise_error", "normalise_text"]
 
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "`": "'", "\uff1a": ":"})
+
+# Every pattern below is applied to request text of up to hundreds of kilobytes, so each one does linear work: no
+# quantified part can match what a neighbouring quantifier matches (no backtracking into the same characters), and
+# a pattern that could start at every character of a long run starts only where the run starts (the leftmost
+# match of the run always does; the guards below never drop a match). tests/plugins/gim/test_signatures_linear.py
+# checks every pattern against the form it replaced, on random text.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PLACEHOLDER = re.compile(r"<[A-Z][A-Z0-9_]*?(?:_\d+)?>")
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>)\]]+", re.IGNORECASE)
-# A path: an optional drive or leading ./ ../ / ~, then at least two segments separated by / or \.
+_SCHEME_CHAR = r"[a-z0-9+.-]"
+_URL = re.compile(
+    # A URL starts at a word boundary inside a run of scheme characters that ends in "://". The run's start is
+    # matched (``skip``), checked once for the "://" (so a long run without one costs one scan), and the URL proper
+    # starts at the run's first letter on a word boundary.
+    rf"(?<!{_SCHEME_CHAR})(?={_SCHEME_CHAR}*+://[^\s'\"<>)\]])(?P<skip>{_SCHEME_CHAR}*?)"
+    rf"\b(?P<url>[a-z]{_SCHEME_CHAR}*+://[^\s'\"<>)\]]+)",
+    re.IGNORECASE,
+)
+_SEGMENT = r"[\w.@+*<>\-]"
+# A path: an optional drive or leading ./ ../ / ~, then at least two segments separated by / or \. Without a
+# prefix it starts only where a run of segment characters starts.
 _PATH = re.compile(
-    r"(?:[A-Za-z]:[\\/]|\\\\|~[\\/]|\.{1,2}[\\/]|[\\/])?(?:[\w.@+*<>\-]+[\\/])+[\w.@+*<>\-]+",
+    rf"(?:[A-Za-z]:[\\/]|\\\\|~[\\/]|\.{{1,2}}[\\/]|[\\/]|(?<!{_SEGMENT}))(?:{_SEGMENT}++[\\/])+{_SEGMENT}++",
 )
 _LIBRARY_ROOTS = re.compile(
     r"(?:site-packages|dist-packages|node_modules|vendor|gems|\.cargo[\\/]registry[\\/]src|go[\\/]pkg[\\/]mod)[\\/]",
@@ -38,17 +54,18 @@ _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 _HEX = re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{12,}\b", re.IGNORECASE)
 _VERSION = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+(?:[a-z]+\d*)?(?:[+-][\w.]+)?(?![\w])", re.IGNORECASE)
 _GLUED_VERSION = re.compile(r"\b([a-z]{3,})\d+(?:\.\d+)+\b", re.IGNORECASE)  # python3.12, py3.7
-_LINE_REF = re.compile(r",?\s*\bline \d+\b|:\d+(?::\d+)?(?:-\d+)?\b", re.IGNORECASE)
+# ", line 12" / ":12:5": blanks before "line" are taken from where their run starts.
+_LINE_REF = re.compile(r",?(?<!\s)\s*\bline \d+\b|:\d+(?::\d+)?(?:-\d+)?\b", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
-_GUTTER = re.compile(r"^\s*(?:-+>|>)?\s*\d+\s*(?:\||$|\s)")  # notebook / compiler source gutters: "---> 16 x"
+_GUTTER = re.compile(r"^\s*(?:(?:-+>|>)\s*)?\d+\s*(?:\||$|\s)")  # notebook / compiler source gutters: "---> 16 x"
 _CARETS = re.compile(r"^[\s^~\-|]*$")
-_PROMPT = re.compile(r"^\s*(?:\([\w.\-]+\)\s*)?(?:[\w.\-]+@[\w.\-]+)?[:~\w/\\.\-]*[$#%>]\s+")
+_PROMPT = re.compile(r"^\s*(?:\([\w.\-]+\)\s*)?(?:[\w.\-]++@[\w.\-]++)?[:~\w/\\.\-]*+[$#%>]\s+")
 _SPACES = re.compile(r"[ \t]+")
 _EXCEPTION_LINE = re.compile(
     r"(?:^|[\s(\['\"])(?:E\s+)?(?P<type>[A-Za-z_][\w.]*?(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure))"
     r"\b\s*(?::|$)"
 )
-_CAMEL_EXCEPTION = re.compile(r"^(?:E\s+)?(?:[a-z_][\w]*\.)*(?P<type>[A-Z][a-z0-9]*(?:[A-Z][A-Za-z0-9]*)+)\s*:")
+_CAMEL_EXCEPTION = re.compile(r"^(?:E\s+)?(?:[a-z_]\w*\.)*(?P<type>[A-Z][a-z0-9]*[A-Z][A-Za-z0-9]*+)\s*:")
 """A line that starts with a dotted CamelCase compound and a colon: ``openai.lib._old_api.APIRemovedInV1:``."""
 _ERRNO_LINE = re.compile(r"\b(?:error|fatal|failed|failure|cannot|can't|unable|not found|refused|denied)\b", re.I)
 
@@ -108,7 +125,7 @@ def normalise_text(text: str) -> str:
 def _normalise_line(line: str, components: list[str]) -> str:
     line = _PROMPT.sub("", line)
     line = _GUTTER.sub("", line)
-    line = _URL.sub(lambda m: m.group(0).split("://", 1)[1].split("/", 1)[0], line)
+    line = _URL.sub(lambda m: m["skip"] + m["url"].split("://", 1)[1].split("/", 1)[0], line)
     line = _TIMESTAMP.sub(" ", line)
     line = _UUID.sub(" ", line)
     line = _HEX.sub(" ", line)
@@ -145,7 +162,8 @@ def normalise_error(text: str) -> ErrorSignature:
             key.append(line)
     if not key:
         key = [line for line in lines if _ERRNO_LINE.search(line)][-3:]
-    rest = [line for line in lines if line not in key]
+    chosen = set(key)
+    rest = [line for line in lines if line not in chosen]
     body = "\n".join([*key, *rest])
     return ErrorSignature(
         exception_type=exc_type,
@@ -155,7 +173,13 @@ def normalise_error(text: str) -> ErrorSignature:
     )
 
 
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+[A-Za-z_][A-Za-z0-9_]*")
+MAX_LEXICAL_TOKENS = 8192
+"""Tokens kept per text. Real stack traces stay far below (the evaluation set's longest has 106); the bound keeps a
+200 kB paste of distinct words from costing tens of milliseconds on the event loop when it is indexed or looked up,
+and from adding tens of thousands of terms to the index."""
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d++(?:[A-Za-z_][A-Za-z0-9_]*)?")
+"""Identifiers, and digits glued to one (``2to3``). A run of bare digits is matched too, as a whole, and dropped:
+trying each of its positions in turn for a letter after it would cost the square of its length."""
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -163,10 +187,16 @@ def lexical_tokens(text: str) -> list[str]:
     """Tokens for the lexical index: lower-cased identifiers and words, plus the parts of compound identifiers.
 
     ``ModuleNotFoundError`` yields ``modulenotfounderror`` and ``module``, ``not``-free ``found``, ``error``;
-    ``torch._six`` yields ``torch`` and ``six``. Stop words and single characters are dropped.
+    ``torch._six`` yields ``torch`` and ``six``. Stop words and single characters are dropped. At most
+    :data:`MAX_LEXICAL_TOKENS`, from the start of the text (a signature starts with its failure lines).
     """
     out: list[str] = []
-    for raw in _TOKEN.findall(text):
+    for match in _TOKEN.finditer(text):
+        if len(out) >= MAX_LEXICAL_TOKENS:
+            break
+        raw = match.group()
+        if raw.isdecimal():
+            continue
         word = raw.strip("_")
         if not word:
             continue
@@ -176,4 +206,4 @@ def lexical_tokens(text: str) -> list[str]:
         parts = [p.lower() for chunk in word.split("_") for p in _CAMEL.findall(chunk)]
         if len(parts) > 1:
             out.extend(p for p in parts if len(p) > 1 and p not in _STOPWORDS and not p.isdigit())
-    return out
+    return out[:MAX_LEXICAL_TOKENS]

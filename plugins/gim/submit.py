@@ -51,7 +51,7 @@ class Decision:
 async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, vectors: Mapping[str, Any]) -> Decision:
     pool, threshold = core.config.candidate_pool, core.config.dedup_error_threshold
     error_hits = await core.vectors.query(embedder_id, vectors[ERROR], kind=ERROR, limit=pool)
-    lexical_hits = core.lexical.search(prepared.tokens, limit=pool)
+    lexical_hits = await core.lexical.search_sliced(prepared.tokens, limit=pool)
     dense_masters = {str(h.payload["master_id"]) for h in error_hits}
     weak_lexical = sorted({h.master_id for h in lexical_hits if h.score < threshold} - dense_masters)
     if weak_lexical and len(error_hits) == pool and error_hits[-1].score >= threshold:
@@ -89,6 +89,7 @@ async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, ve
             evidence,
             error_threshold=core.config.dedup_error_threshold,
             resolution_threshold=core.config.dedup_resolution_threshold,
+            mechanism_overlap=core.config.dedup_mechanism_overlap,
         )
     chosen = decide_hybrid(
         evidence,
@@ -261,6 +262,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
                     "signature": prepared.texts[ERROR],
                     "texts": prepared.texts,
                     "tokens": " ".join(prepared.tokens),
+                    "terms": " ".join(sorted(prepared.terms)),
                     "created_at": now,
                 },
             )
@@ -297,7 +299,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
         except BaseException:
             await _cleanup(core, item_id, role)
             raise
-        core.lexical.add(item_id, master_id, prepared.tokens, seq=seq)
+        core.index_item(item_id, master_id, prepared.tokens, prepared.terms, seq=seq)
     if documents.missing:
         log.info("gim.submit.vectors_missing", item=item_id, embedders=list(documents.missing))
     merged = master is not None

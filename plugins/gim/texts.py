@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from gateway_plugins.gim.models import FixBundle
-from gateway_plugins.gim.signatures import ErrorSignature, normalise_text
+from gateway_plugins.gim.signatures import ErrorSignature, lexical_tokens, normalise_error, normalise_text
 
 __all__ = [
     "COMBINED",
@@ -24,6 +24,7 @@ __all__ = [
     "combined_text",
     "error_text",
     "fix_text",
+    "query_texts",
     "resolution_text",
 ]
 
@@ -58,6 +59,20 @@ def combined_text(error: str, root_cause: str, fix: FixBundle) -> str:
 def baseline_query_text(error: str) -> str:
     """The baseline's query: the error with empty root-cause and fix sections."""
     return f"Error: {error}\nRoot cause: \nFix: "
+
+
+_WORD_CHARACTER = re.compile(r"[^\W_]")
+"""A letter or digit (what ``str.isalnum`` accepts), found without a Python loop over the text."""
+
+
+def query_texts(text: str, *, hybrid: bool) -> tuple[str, list[str]] | None:
+    """What a search embeds and (``hybrid``) looks up lexically, or ``None`` when ``text`` has no letter or digit."""
+    if not _WORD_CHARACTER.search(text):
+        return None
+    if not hybrid:
+        return baseline_query_text(text), []
+    query = error_text(normalise_error(text), text)
+    return query, lexical_tokens(query)
 
 
 def _shorten(text: str, limit: int = _TITLE_LIMIT) -> str:

@@ -10,22 +10,34 @@ changed test are noted. Scores follow the deduction table of :mod:`.findings`.
 from __future__ import annotations
 
 import bisect
+import re
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-import anyio.to_thread
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gateway.api import FieldKind, JudgeRequest, JudgeResult, PlaceholderMap, ReviewComment, ReviewFile, Sanitizer
-from gateway_plugins.judges.findings import Finding, LineEdit, coverage_score, deductions
-from gateway_plugins.judges.fixes import fix_file
-from gateway_plugins.judges.generic_checks import analyse_lines
-from gateway_plugins.judges.languages import is_source_path, language_of, looks_like_test, subject_stem
-from gateway_plugins.judges.python_checks import analyse_python
+from gateway.api import (
+    PROCESS_CHARS,
+    FieldKind,
+    JudgeRequest,
+    JudgeResult,
+    PlaceholderMap,
+    ReviewComment,
+    ReviewFile,
+    Sanitizer,
+    off_loop,
+    sanitize_off_loop,
+)
+from gateway_plugins.judges.analysis import analyse_files
+from gateway_plugins.judges.findings import Finding, coverage_score, deductions
+from gateway_plugins.judges.languages import is_source_path, looks_like_test, subject_stem
 
 log = structlog.get_logger(__name__)
+
+_NEWLINE = re.compile("\n")
 
 MAX_COMMENTS_PER_RULE = 10
 """Comments of one rule in one file beyond this are summarised (they still count in the score)."""
@@ -64,9 +76,20 @@ class InternalJudge:
     async def review(self, request: JudgeRequest) -> JudgeResult:
         if not request.files and not request.changed_paths:
             return JudgeResult.abstain(self.name, "nothing to review")
-        notes: list[str] = []
-        # CPU-bound (parsing, pyflakes): run in a worker thread so the event loop keeps serving other calls.
-        findings, diffs, fixed_rules = await anyio.to_thread.run_sync(self._analyse_all, request.files, notes)
+        # CPU-bound (parsing, pyflakes): off the event loop, in a worker process for long files (ast.parse holds
+        # the GIL in one call), so the loop keeps serving other calls.
+        analysis = await off_loop(
+            partial(
+                analyse_files,
+                request.files,
+                complexity_threshold=self._config.complexity_threshold,
+                max_line_length=self._config.max_line_length,
+            ),
+            size=sum(len(file.content) for file in request.files),
+            threshold=0,
+            process_from=PROCESS_CHARS,
+        )
+        findings, diffs, fixed_rules, notes = analysis.findings, analysis.diffs, analysis.fixed_rules, analysis.notes
         secrets_scanned = await self._scan_secrets(request.files, findings, notes)
         coverage = self._coverage(request, findings) if request.scope == "diff" and self._config.require_tests else None
 
@@ -89,50 +112,6 @@ class InternalJudge:
             notes="; ".join(notes) or None,
         )
 
-    def _analyse_all(
-        self, files: tuple[ReviewFile, ...], notes: list[str]
-    ) -> tuple[list[tuple[str, Finding]], list[str], Counter[str]]:
-        """Findings of every file, the diffs of the mechanical fixes, and the rules they fix."""
-        findings: list[tuple[str, Finding]] = []
-        diffs: list[str] = []
-        fixed_rules: Counter[str] = Counter()
-        for file in files:
-            file_findings, edits, undefined = self._analyse(file, notes)
-            findings.extend((file.path, finding) for finding in file_findings)
-            if not edits or file.origin != "workspace" or file.fragment or file.truncated:
-                continue
-            if self._language(file) == "python" and undefined is None:
-                continue  # Python that was not analysed (it does not parse) gets no fix
-            fixed = fix_file(file.path, file.content, edits, undefined_before=undefined)
-            if fixed is not None:
-                diffs.append(fixed[0])
-                fixed_rules.update(fixed[1])
-        return findings, diffs, fixed_rules
-
-    def _language(self, file: ReviewFile) -> str | None:
-        return file.language or language_of(file.path)
-
-    def _analyse(self, file: ReviewFile, notes: list[str]) -> tuple[list[Finding], list[LineEdit], set[str] | None]:
-        """Findings, mechanical edits, and (Python) the names undefined before any fix."""
-        language = self._language(file)
-        is_test = looks_like_test(file.path)
-        findings: list[Finding] = []
-        edits: list[LineEdit] = []
-        skip: frozenset[int] = frozenset()
-        undefined: set[str] | None = None
-        if language == "python":
-            report = analyse_python(file, complexity_threshold=self._config.complexity_threshold, is_test=is_test)
-            findings += report.findings
-            edits += report.edits
-            skip = report.string_lines
-            undefined = report.undefined
-            if report.note:
-                notes.append(report.note)
-        line_findings, line_edits = analyse_lines(
-            file, language=language, max_line_length=self._config.max_line_length, is_test=is_test, skip_whitespace=skip
-        )
-        return findings + line_findings, edits + line_edits, undefined
-
     async def _scan_secrets(
         self, files: tuple[ReviewFile, ...], findings: list[tuple[str, Finding]], notes: list[str]
     ) -> bool:
@@ -143,11 +122,12 @@ class InternalJudge:
         try:
             scanner = self._scanner()
             for file in files:
-                report = await scanner.sanitize(file.content, kind=FieldKind.CODE, placeholders=PlaceholderMap())
-                starts = _line_starts(file.content)
-                for found in report.findings:
-                    if found.category != "secret":
-                        continue
+                report = await sanitize_off_loop(
+                    scanner, file.content, kind=FieldKind.CODE, placeholders=PlaceholderMap()
+                )
+                secrets = [found for found in report.findings if found.category == "secret"]
+                starts = _line_starts(file.content) if secrets else []
+                for found in secrets:
                     line = bisect.bisect_right(starts, found.start)
                     if file.in_scope(line):
                         text = f"possible secret ({found.kind}): remove it from the code and rotate the credential"
@@ -191,11 +171,8 @@ def _has_lines(file: ReviewFile) -> bool:
 
 
 def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    for index, char in enumerate(text):
-        if char == "\n":
-            starts.append(index + 1)
-    return starts
+    """The offset of each line's first character (lines end at ``\\n``)."""
+    return [0, *(match.end() for match in _NEWLINE.finditer(text))]
 
 
 def _comments(findings: list[tuple[str, Finding]]) -> tuple[ReviewComment, ...]:

@@ -64,9 +64,9 @@ def undefined_names(source: str) -> set[str] | None:
     """The undefined names pyflakes reports in ``source``, or ``None`` when it does not parse."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        found = pyflakes_checker.Checker(tree, filename="<fix>").messages
+    except (SyntaxError, ValueError, RecursionError):
         return None
-    found = pyflakes_checker.Checker(tree, filename="<fix>").messages
     return {str(m.message_args[0]) for m in found if isinstance(m, _UNDEFINED)}
 
 
@@ -77,7 +77,7 @@ def analyse_python(file: ReviewFile, *, complexity_threshold: int, is_test: bool
     lines = file.content.splitlines()
     try:
         tree = ast.parse(file.content, filename=file.path)
-    except (SyntaxError, ValueError) as error:
+    except (SyntaxError, ValueError, RecursionError) as error:  # nested too deeply: Python cannot compile it either
         if file.fragment:
             report.note = f"{file.path}: the diff hunks alone do not parse; only line checks ran"
             return report
@@ -91,7 +91,11 @@ def analyse_python(file: ReviewFile, *, complexity_threshold: int, is_test: bool
     report.string_lines = _string_lines(file.content)
     index = _Index.of(tree)
     if not file.fragment:
-        _pyflakes(file, tree, lines, index, report, snippet=file.origin == "thought")
+        try:
+            _pyflakes(file, tree, lines, index, report, snippet=file.origin == "thought")
+        except RecursionError:  # pyflakes walks the tree recursively
+            report.undefined = None
+            report.note = f"{file.path}: nested too deeply for pyflakes; its checks were skipped"
     for handler in index.handlers:
         _handler(file, handler, lines, report)
     for function in index.functions:

@@ -4,9 +4,11 @@ Offline and deterministic (the default second layer when no LLM is configured). 
 
 * random-looking values near credential words, also in prose and CLI flags
   (``the admin password is Tr0ub4dor&3``, ``--token 7f3a…``, ``mysql -pS3cret``);
-* credentials inside URLs and connection strings of *any* scheme (``amqp://u:p@``, ``?access_token=``,
-  ``X-Amz-Signature=``, ``curl -u user:pass``);
-* internal host names (``*.internal``, ``*.corp``, ``*.local``, ``*.lan``, ``*.intranet``, ``*.home.arpa``).
+* credentials in query strings, command lines and cookies (``?access_token=``, ``X-Amz-Signature=``,
+  ``curl -u user:pass``, ``Cookie: sessionid=…``).
+
+Credentials in URL authorities and internal host names are layer 1's (``patterns``), which resolves them in
+the same pass as e-mails and paths.
 
 Its filters keep what only *looks* random: hashes, UUIDs and git SHAs (unless directly assigned to a strong
 credential word: a UUID that *is* the ``api_token`` is a secret), version strings, paths, URLs, identifiers
@@ -21,7 +23,18 @@ from dataclasses import dataclass
 import anyio
 
 from gateway.api import FieldKind, PlaceholderMap, SanitizedText
-from gateway_plugins.sanitizers.engine import Candidate, Found, Rule, RuleSet, ScanText, add, find_all, redact
+from gateway_plugins.sanitizers.engine import (
+    Candidate,
+    Found,
+    Rule,
+    RuleSet,
+    ScanText,
+    Validator,
+    View,
+    add,
+    find_all,
+    redact,
+)
 from gateway_plugins.sanitizers.heuristics import (
     char_classes,
     is_hash_like,
@@ -30,7 +43,7 @@ from gateway_plugins.sanitizers.heuristics import (
     is_version,
     looks_like_secret,
 )
-from gateway_plugins.sanitizers.rules_secrets import span_value
+from gateway_plugins.sanitizers.rules_secrets import not_placeholder
 
 __all__ = ["CONTEXT_RULES", "ContextualSanitizer"]
 
@@ -41,18 +54,31 @@ _GLUE = frozenset(
     """is was are be = : := => -> to of as the my our your new set using with value was: is: now here it
     for this that reset changed updated - -- ' " ` ( [ { , ;""".split()
 )
-_TOKEN = re.compile(r"[^\s\"'`,;(){}\[\]<>&=](?:[^\s\"'`,;(){}\[\]<>&]|&(?!\w+=))*")
+_TOKEN = re.compile(r"[^\s\"'`,;(){}\[\]<>&=](?:[^\s\"'`,;(){}\[\]<>&]|&(?!\w{1,64}=)){0,255}")
 _IDENTIFIER = re.compile(
     r"^(?:[a-z]+(?:[_-][a-z]+)+|[a-z]+(?:[A-Z][a-z]+)+|[A-Z][a-z]+(?:[A-Z][a-z]+)+|[A-Z]+(?:_[A-Z]+)+)$"
 )
 _IDENT_REST = re.compile(r"[A-Za-z0-9_]{1,40}")
 _IDENT_TAIL = frozenset("0123456789_")
+BOUNDED_PATTERNS = (_TOKEN, _IDENT_REST)
+"""The patterns the proximity rule matches at each hit: every repetition in them is bounded (a test checks
+it), and they run within ``_REACH`` characters of the hit."""
+_KEYWORDS = frozenset(_STRONG + _WEAK)
+_WEAK_SET = frozenset(_WEAK)
+_TRIM = "\"'`:=,;.()[]{}<>-"
+_REACH = 120
+"""How far after a credential word a value is looked for (and never past the end of its line)."""
 _PATHISH = re.compile(r"^(?:[A-Za-z]:)?[\\/~.]|://")
 
 
 @dataclass(frozen=True, eq=False)
 class ProximityRule(Rule):
-    """A value-like token within a few words after a credential word on the same line."""
+    """A value-like token within a few words after a credential word on the same line.
+
+    Linear in the text: each hit reads at most ``_REACH`` characters, and a hit stops at the next credential
+    word at least as strong as its own (that word's hit reads on from there), so a run of credential words
+    does not make every hit read the same window.
+    """
 
     def gate(self) -> tuple[tuple[str, bool], ...]:
         return tuple((word, True) for word in _STRONG + _WEAK)
@@ -78,18 +104,26 @@ class ProximityRule(Rule):
                     add(out, candidate)
 
     def _after(self, text: str, start: int, *, strong: bool, suffixed: bool = False) -> Candidate | None:
-        line_end = text.find("\n", start)
-        limit = min(len(text), start + 120, line_end if line_end >= 0 else len(text))
+        line_end = text.find("\n", start, start + _REACH)
+        limit = min(len(text), start + _REACH) if line_end < 0 else line_end
         skipped = 0
         for match in _TOKEN.finditer(text, start, limit):
             token = match.group(0)
-            if token.lower() in _GLUE or not any(c.isalnum() for c in token):
+            if text[match.start() - 1 : match.start()] == "<" and text[match.end() : match.end() + 1] == ">":
+                return None  # <SLACK_TOKEN_1>: the value was redacted already
+            bare = token.lower().strip(_TRIM)
+            if bare in _KEYWORDS and (strong or bare in _WEAK_SET):
+                return None  # that credential word's own hit reads on from here
+            if token.lower() in _GLUE or bare in _KEYWORDS or not any(c.isalnum() for c in token):
                 continue
             if skipped >= 1 and not strong:
                 return None
             value_start = match.start()
             name, eq, rest = token.partition("=")
             if eq and rest.strip("="):  # name=value inside one token: the value is what counts
+                keyword = _trailing_keyword(name.strip(_TRIM))
+                if keyword is not None and (strong or keyword in _WEAK_SET):
+                    return None  # api_key=…: that word's own hit reads its value
                 value_start += len(name) + 1
                 token = rest
             value = token.rstrip(".,:!?") if match.end() == limit or text[match.end()].isspace() else token
@@ -113,13 +147,20 @@ class ProximityRule(Rule):
         return None
 
 
+def _trailing_keyword(name: str) -> str | None:
+    """The credential word ``name`` ends with as an identifier component (``api_key``, ``dbPassword``)."""
+    lowered = name.lower()
+    for keyword in _KEYWORDS:
+        if lowered.endswith(keyword) and _left_bounded(name, len(name) - len(keyword)):
+            return keyword
+    return None
+
+
 def _word_bounded(text: str, start: int, end: int) -> bool:
     """The credential word ends an identifier component (``db_password``, ``apiKey``) and is not inside a
-    longer word (``monkey``, ``KeyError``, ``tokenizer``)."""
-    if end < len(text) and ((text[end].isalpha() and not text[end].isupper()) or text[end] in _IDENT_TAIL):
-        return False
-    if end < len(text) and text[end].isupper() and text[start].islower():
-        return False
+    longer word (``monkey``, ``KeyError``, ``tokenizer``, ``AuthService``)."""
+    if end < len(text) and (text[end].isalpha() or text[end] in _IDENT_TAIL):
+        return False  # tokenizer, token2, AuthService, KeyError, APIKEYS: the word goes on
     return _left_bounded(text, start)
 
 
@@ -151,99 +192,59 @@ def _credential(value: str, *, strong: bool, direct: bool) -> bool:
     return looks_like_secret(value, min_length=16, min_entropy=3.5)
 
 
-def _not_placeholder(match: re.Match[str], _text: str) -> bool:
-    return not is_placeholder(span_value(match))
+def _query_secret(view: View) -> bool:
+    return not_placeholder(view) and _credential(view.value, strong=True, direct=True)
 
 
-_ALLOWED_HOSTS = frozenset(
-    {"metadata.google.internal", "host.docker.internal", "gateway.docker.internal", "kubernetes.docker.internal",
-     "host.containers.internal", "kubernetes.default.svc.cluster.local", "cluster.local", "svc.cluster.local",
-     "localhost.localdomain", "localhost.local", "compute.internal", "ec2.internal"}
-)  # fmt: skip
-_HOST_SUFFIXES = (".internal", ".corp", ".local", ".lan", ".intranet", ".intra", ".home.arpa", ".localdomain")
+def _cookie(view: View) -> bool:
+    return looks_like_secret(view.value, min_length=16, min_entropy=3.2)
 
 
-def _internal_host(match: re.Match[str], text: str) -> bool:
-    host = span_value(match).lower()
-    if host in _ALLOWED_HOSTS:
-        return False
-    line_start = text.rfind("\n", 0, match.start()) + 1
-    head = text[line_start : match.start()].lstrip()
-    return not head.startswith(("import ", "from ")) and not text[match.end("s") : match.end("s") + 1] == "("
-
-
-def _c(kind: str, label: str, category: str, pattern: str, validate, anchors, window, lower=True) -> Rule:
-    return Rule(kind, category, label, re.compile(pattern), validate, 0.75, anchors, lower, window)  # type: ignore[arg-type]
+def _c(kind: str, label: str, pattern: str, validate: Validator, requires: tuple[str, ...]) -> Rule:
+    return Rule(kind, "secret", label, pattern, validate, 0.75, requires, True)
 
 
 CONTEXT_RULES: tuple[Rule, ...] = (
     _c(
-        "url_credentials",
-        "PASSWORD",
-        "secret",
-        r"(?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/@'\"<>]*:(?P<s>[^\s/'\"<>@]+(?:@[^\s/'\"<>@]+)*)@(?=[\w.\[-])",
-        _not_placeholder,
-        ("://",),
-        (34, 600),
-    ),
-    _c(
         "url_query_secret",
         "SECRET",
-        "secret",
         r"[?&;#](?i:access_token|id_token|refresh_token|token|api_key|apikey|api-key|key|secret|client_secret|"
         r"password|passwd|pwd|sig|signature|auth|code|x-amz-signature|x-amz-credential|x-amz-security-token|"
         r"x-goog-signature|x-goog-credential)=(?P<s>[^&\s#\"'<>]{6,})",
-        lambda m, t: _not_placeholder(m, t) and _credential(span_value(m), strong=True, direct=True),
+        _query_secret,
         ("=",),
-        (24, 2048),
     ),
     _c(
         "cli_credentials",
         "PASSWORD",
-        "secret",
         r"(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p(?P<s_p>[^\s-][^\s]*)"
         r"|\b(?:curl|wget|http)\b[^\n]*?\s(?:-u|--user)[ =]?[^\s:]+:(?P<s_u>[^\s@]+)"
         r"|\bsshpass\s+-p\s*[\"']?(?P<s_s>[^\s\"']+)"
         r"|\bredis-cli\b[^\n]*?\s-a\s+[\"']?(?P<s_r>[^\s\"']+))",
-        _not_placeholder,
+        not_placeholder,
         ("mysql", "mariadb", "curl", "wget", "http", "sshpass", "redis-cli"),
-        (0, 400),
     ),
     _c(
         "cookie_value",
         "SECRET",
-        "secret",
         r"(?i:\bcookie:)[^\n]*?=(?P<s>[A-Za-z0-9%+/_.=-]{16,})",
-        lambda m, _t: looks_like_secret(span_value(m), min_length=16, min_entropy=3.2),
+        _cookie,
         ("cookie:",),
-        (0, 400),
     ),
     _c(
         "env_pair_value",
         "SECRET",
-        "secret",
         r"(?i:name)[\"']?\s*[:=]\s*[\"']?[\w.-]*(?i:pass|passwd|password|pwd|secret|token|api_?key|credentials?)"
         r"[\"']?\s*[,\n]\s*(?:-\s*)?[\"']?(?i:value)[\"']?\s*[:=]\s*[\"']?(?P<s>[^\"'\s,}]+)",
-        _not_placeholder,
+        not_placeholder,
         ("value",),
-        (200, 200),
     ),
-    _c(
-        "internal_host",
-        "INTERNAL_HOST",
-        "internal",
-        r"(?<![\w.-])(?P<s>(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+"
-        r"(?i:internal|corp|local|lan|intranet|intra|home\.arpa|localdomain))(?![\w-]|\.[A-Za-z0-9])",
-        _internal_host,
-        _HOST_SUFFIXES,
-        (128, 16),
-    ),
-    ProximityRule("near_keyword", "secret", "SECRET", re.compile("$^"), None, 0.7),
+    ProximityRule("near_keyword", "secret", "SECRET", "", None, 0.7),
 )
 
 
 class ContextualSanitizer:
-    """Offline contextual layer. ``disabled`` removes rules by kind (``{"internal_host"}``, say)."""
+    """Offline contextual layer. ``disabled`` removes rules by kind (``{"cookie_value"}``, say)."""
 
     name = "contextual"
 

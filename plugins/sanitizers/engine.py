@@ -1,44 +1,44 @@
-"""The rule engine the offline layers share: declarative regex rules, overlap resolution and redaction.
+"""The rule engine the offline layers share: RE2 rules, candidate spans, overlap resolution and redaction.
 
-Speed comes from never running a pattern where it cannot match, and running it as ``re`` runs fastest:
-a pattern that starts with a literal is scanned for at memory speed, one that starts with a look-behind,
-``\\b`` or a case-insensitive group is tried position by position (~10 MB/s), and every rule that runs
-costs Python overhead even when it finds nothing. So:
+Cost is linear in the text, whatever the text. Three things make it so:
 
-* a :class:`RuleSet` asks its gate (:mod:`~gateway_plugins.sanitizers.gate`) which rules can match a text
-  at all: those with one of their literals in it (``requires``, or the literal anchors) or, for rules
-  anchored on patterns only, one of those. Most rules are skipped on most texts.
-* A rule either starts with a literal (provider prefixes: ``sk-``, ``ghp_``, ``AIza``) and checks its left
-  boundary in Python, or names *anchors* (literals such as ``@`` or ``password``, or literal-led patterns
-  such as ``\\.\\d``) and runs its full pattern only in a ``window`` around the anchor hits.
-* An ``anchored`` rule's match starts at a known place relative to each hit (``window[0]`` before it, or
-  where its ``locate`` function says), so the pattern is *matched* there once instead of *searched* for
-  across the window. Both strategies give exactly the matches ``pattern.finditer`` gives over the window.
-* A span an earlier rule already found is not validated again (see :data:`Found`).
+* Every rule's ``pattern`` is an RE2 expression (google-re2), which matches in time linear in the text for any
+  pattern and any input: no backtracking, so no long run of letters, digits, ``@`` or ``:`` can make it
+  quadratic. Each rule the gate lets run (:mod:`~gateway_plugins.sanitizers.gate`) scans the text once.
+* What RE2 cannot say (look-arounds, the words around a value, checksums) is checked in Python by the rule's
+  ``validate``/``refine``, which see a match through a :class:`View`: the matched text and at most
+  :data:`CONTEXT` characters on either side. A check costs at most the candidate's length plus a constant,
+  and a rule's candidates never overlap, so the checks of one rule cost at most the text's length.
+* :func:`select` resolves overlaps in one sweep over the candidates sorted by position.
 
-:meth:`RuleSet.scan` returns candidate spans, :func:`select` keeps non-overlapping ones (the longest first,
-then the earliest rule) and :func:`redact` replaces each with a stable placeholder from the submission's
-:class:`~gateway.api.PlaceholderMap`, so ``/home/alice/x.py`` reads ``/home/<PATH_USER_1>/x.py``.
+Rules that are not one regex (:mod:`~gateway_plugins.sanitizers.rules_assign`, the ``contextual`` layer's
+proximity rule) implement :meth:`Rule.collect` themselves and keep to the same budget: literal searches over
+the text, and bounded work per hit.
+
+:meth:`RuleSet.scan` returns candidate spans, :func:`select` merges overlapping ones (see why there) and
+:func:`redact` replaces each with a stable placeholder from the submission's
+:class:`~gateway.api.PlaceholderMap`: ``/srv/app/agent.py`` reads ``<PATH_1>/agent.py``.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+
+import re2  # type: ignore[import-untyped]
 
 from gateway.api import Finding, PlaceholderMap, SanitizedText
 from gateway.api.sanitizers import Category
-from gateway_plugins.sanitizers.gate import Gate, build_gate
 
 __all__ = [
+    "CONTEXT",
     "Candidate",
     "Found",
-    "Locator",
     "Rule",
     "RuleSet",
     "ScanText",
+    "View",
     "add",
     "find_all",
     "fold",
@@ -46,20 +46,21 @@ __all__ = [
     "select",
 ]
 
-Validator = Callable[[re.Match[str], str], bool]
-"""Receives the match and the whole text; returns whether the match is really sensitive."""
+CONTEXT = 256
+"""How many characters on either side of a match a validator may read."""
 
-Locator = Callable[[str, int, int, int], int]
-"""``locate(text, hit, lo, hi)``: where the only match running through the anchor hit at ``hit`` can
-start (it must lie within ``lo..hi``), or -1 when there is none."""
+Validator = Callable[["View"], bool]
+"""Whether the match seen through the view is really sensitive."""
+
+Refiner = Callable[["View"], "tuple[int, int] | None"]
+"""The span to redact for a validated match (offsets into the text), or None to drop it."""
 
 Found = dict[tuple[int, int], "Candidate"]
 """The candidates found so far in one text, by span, rule after rule in priority order. A rule skips a span
-that is already there before validating it: a candidate with the same span, later in priority, can never
-be selected (same length, overlapping), so ``sk-ant-…``, an Anthropic key, is not validated again by the
-OpenAI rule and the ``api_key = …`` rule."""
+that is already there: a candidate with the same span, later in priority, can never be selected."""
 
-_WORDISH = re.compile(r"[\w-]")
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+_FOLDS_TO_ASCII = (("\u017f", "s"), ("\u212a", "k"))
 
 
 def find_all(haystack: str, literal: str) -> list[int]:
@@ -72,7 +73,7 @@ def find_all(haystack: str, literal: str) -> list[int]:
     return found
 
 
-_IGNORECASE_EXTRA = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+_IGNORECASE_EXTRA = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"))
 """The characters ``re.IGNORECASE`` matches with an ASCII letter that ``str.lower`` does not turn into it:
 capital I with dot, dotless i and long s (U+0130, U+0131, U+017F; the Kelvin sign lower-cases to ``k``)."""
 
@@ -82,150 +83,170 @@ def fold(text: str) -> str:
     where ``re.IGNORECASE`` would match it in ``text`` (``secret`` spelt with a long s reads ``secret``)."""
     if text.isascii():
         return text.lower()
-    folded = text.translate(_IGNORECASE_EXTRA).lower()
+    folded = text
+    for char, ascii_fold in _IGNORECASE_EXTRA:  # three replace() passes run at memory speed; translate() does not
+        if char in folded:
+            folded = folded.replace(char, ascii_fold)
+    folded = folded.lower()
     if len(folded) != len(text):  # no such character in Unicode 15 once ``İ`` is mapped; be safe anyway
         folded = "".join(low if len(low := ch.lower()) == 1 else ch for ch in folded)
     return folded
 
 
 class ScanText:
-    """One text being scanned, with its case-folded copy (same offsets)."""
+    """One text being scanned: the text, its case fold, and what RE2 reads of each: ASCII bytes, one byte
+    per character, so that match offsets are character offsets with no conversion.
 
-    __slots__ = ("lowered", "text")
+    Every rule pattern reads characters as ASCII classes (RE2's ``\\w``, ``\\d``, ``\\s`` and ``\\b`` are
+    ASCII, and no pattern names a non-ASCII character), so a non-ASCII character matches exactly what DEL
+    (U+007F) matches: any negated class, no named one. It is read as DEL, lone surrogates included (UTF-8
+    cannot carry them). The two characters that case-insensitive matching folds onto ASCII letters, long s
+    and the Kelvin sign, are read as ``s`` and ``k``. Python-side checks read the text itself.
+    """
+
+    __slots__ = ("ascii", "lowered", "lowered_subject", "subject", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self.ascii = text.isascii()
         self.lowered = fold(text)
+        self.subject = _as_ascii(text, self.ascii)
+        self.lowered_subject = _as_ascii(self.lowered, self.ascii)
 
-    def hits(self, anchor: str | re.Pattern[str], lower: bool) -> list[int]:
-        """Start offsets of the non-overlapping occurrences of ``anchor``, in the folded text if ``lower``."""
-        haystack = self.lowered if lower else self.text
-        if isinstance(anchor, str):
-            return find_all(haystack, anchor)
-        return [match.start() for match in anchor.finditer(haystack)]
+    def matches(self, regex: re2._Regexp) -> Iterator[re2._Match]:
+        """``regex.finditer`` over the text; spans are offsets into :attr:`text`."""
+        return regex.finditer(self.subject)
+
+
+def _as_ascii(text: str, ascii: bool) -> bytes:
+    if ascii:
+        return text.encode("ascii")
+    for char, ascii_fold in _FOLDS_TO_ASCII:
+        if char in text:
+            text = text.replace(char, ascii_fold)
+    return _NON_ASCII.sub("\x7f", text).encode("ascii")
+
+
+class View:
+    """What a validator sees of one match: the candidate span, the match's groups, and at most
+    :data:`CONTEXT` characters on either side of the candidate."""
+
+    __slots__ = ("_match", "_text", "end", "start")
+
+    def __init__(self, text: str, match: re2._Match | None, start: int, end: int) -> None:
+        self._text = text
+        self._match = match
+        self.start = start
+        self.end = end
+
+    @property
+    def value(self) -> str:
+        return self._text[self.start : self.end]
+
+    def before(self, n: int = CONTEXT) -> str:
+        """Up to ``n`` (at most :data:`CONTEXT`) characters right before the span."""
+        return self._text[max(0, self.start - min(n, CONTEXT)) : self.start]
+
+    def after(self, n: int = CONTEXT) -> str:
+        """Up to ``n`` (at most :data:`CONTEXT`) characters right after the span."""
+        return self._text[self.end : self.end + min(n, CONTEXT)]
+
+    def line_before(self) -> str:
+        """The span's line up to the span (at most :data:`CONTEXT` characters of it)."""
+        before = self.before()
+        return before[before.rfind("\n") + 1 :]
+
+    def group(self, group: int) -> str | None:
+        """The text of a group of the match (by number), None when it did not take part."""
+        start, end = self._match.span(group) if self._match is not None else (-1, -1)
+        return None if start < 0 else self._text[start:end]
+
+    def at(self, start: int, end: int) -> View:
+        """The same match seen around another span (within the match)."""
+        return View(self._text, self._match, start, end)
 
 
 @dataclass(frozen=True, eq=False)
 class Rule:
-    """One detector. The sensitive span is the first participating group named ``s`` or ``s_<anything>``
-    (alternatives of one pattern), else the whole match.
+    """One detector: an RE2 ``pattern``, then Python checks on each match.
 
-    ``anchors``: literal strings (searched in the case-folded text when ``anchor_lower``) or literal-led
-    patterns; the full ``pattern`` then runs only within ``window`` = (chars before, chars after) each hit.
-    ``anchored``: every match starts ``window[0]`` characters before an anchor hit, or where ``locate``
-    says; the pattern is then matched at that one place per hit.
-    ``boundary``: the span must not touch a word character or ``-`` on either side (``task-runner`` is
-    not ``sk-…``), checked in Python so the pattern can start with its literal prefix.
-    ``requires``: quick rejection: the rule runs only if one of these literals occurs (in the folded text
-    when ``anchor_lower``); without it, a rule whose anchors are all literals requires one of them, and one
-    whose anchors are all patterns is skipped when none of them occurs.
+    The sensitive span is the first participating group named ``s`` or ``s_<anything>`` (alternatives of one
+    pattern), else the whole match. ``left``/``right``: a character class the character right before/after
+    the span must not belong to (``boundary`` sets both to ``[\\w-]``, so ``task-runner`` is not ``sk-…``).
+    ``validate`` decides whether the span is sensitive; ``refine`` may narrow it (a path keeps its library
+    part). ``requires``: the rule runs only if one of these literals occurs (in the case-folded text when
+    ``requires_lower``); ``probe``: only if this RE2 pattern, which every match of ``pattern`` contains,
+    occurs. Both are read by the gate.
     """
 
     kind: str
     category: Category
     label: str
-    pattern: re.Pattern[str]
+    pattern: str
     validate: Validator | None = None
     confidence: float = 0.9
-    anchors: tuple[str | re.Pattern[str], ...] = ()
-    anchor_lower: bool = False
-    window: tuple[int, int] = (0, 0)
-    boundary: bool = False
     requires: tuple[str, ...] = ()
-    anchored: bool = False
-    locate: Locator | None = None
-    _groups: tuple[str, ...] = field(init=False, repr=False)
+    requires_lower: bool = False
+    probe: str | None = None
+    boundary: bool = False
+    left: str | None = None
+    right: str | None = None
+    refine: Refiner | None = None
+    regex: re2._Regexp = field(init=False, repr=False)
+    _groups: tuple[int, ...] = field(init=False, repr=False)
+    _left: re.Pattern[str] | None = field(init=False, repr=False)
+    _right: re.Pattern[str] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        groups = tuple(n for n in self.pattern.groupindex if n == "s" or n.startswith("s_"))
+        regex = re2.compile(self.pattern) if self.pattern else None
+        object.__setattr__(self, "regex", regex)
+        names = regex.groupindex if regex is not None else {}
+        groups = tuple(index for name, index in sorted(names.items(), key=lambda kv: kv[1]) if _is_span_group(name))
         object.__setattr__(self, "_groups", groups)
-        if (self.anchored or self.locate is not None) and not (self.anchored and self.anchors):
-            raise ValueError(f"rule {self.kind!r}: 'locate' needs 'anchored', and 'anchored' needs anchors")
+        left = self.left or (r"[\w-]" if self.boundary else None)
+        right = self.right or (r"[\w-]" if self.boundary else None)
+        object.__setattr__(self, "_left", re.compile(left) if left else None)
+        object.__setattr__(self, "_right", re.compile(right) if right else None)
 
     def gate(self) -> tuple[tuple[str, bool], ...]:
         """Literals (with their case-folding flag) of which at least one must occur for this rule to match;
         empty when no literal is required."""
-        if self.requires:
-            return tuple((lit, self.anchor_lower) for lit in self.requires)
-        if self.anchors and all(isinstance(a, str) for a in self.anchors):
-            return tuple((a, self.anchor_lower) for a in self.anchors if isinstance(a, str))
-        return ()
+        return tuple((literal, self.requires_lower) for literal in self.requires)
 
     def collect(self, scan_text: ScanText, out: Found) -> None:
         """Add this rule's candidates in ``scan_text`` to ``out``, which holds those of the rules before it
         (see :data:`Found`). The gate is the caller's."""
         text = scan_text.text
-        if not self.anchors:
-            self._search(text, 0, len(text), out)
-            return
-        hits = self._hits(scan_text)
-        if not hits:
-            return
-        before, after = self.window
-        length = len(text)
-        # Merge the windows around the hits into disjoint regions, each with the hits it holds.
-        first = 0
-        start, end = max(0, hits[0] - before), min(length, hits[0] + after)
-        for index in range(1, len(hits) + 1):
-            if index < len(hits):
-                lo, hi = max(0, hits[index] - before), min(length, hits[index] + after)
-                if lo <= end:
-                    end = max(end, hi)
-                    continue
-            if self.anchored:
-                self._match_at_hits(text, hits[first:index], start, end, out)
-            else:
-                self._search(text, start, end, out)
-            if index < len(hits):
-                first, start, end = index, lo, hi
-
-    def _hits(self, scan_text: ScanText) -> list[int]:
-        if len(self.anchors) == 1:
-            return scan_text.hits(self.anchors[0], self.anchor_lower)
-        haystack = scan_text.lowered if self.anchor_lower else scan_text.text
-        hits: list[int] = []
-        for anchor in self.anchors:
-            if isinstance(anchor, str):
-                if anchor in haystack:  # most of several anchors are absent: skip the call
-                    hits.extend(find_all(haystack, anchor))
-            else:
-                hits.extend(scan_text.hits(anchor, self.anchor_lower))
-        hits.sort()
-        return hits
-
-    def _match_at_hits(self, text: str, hits: Sequence[int], lo: int, hi: int, out: Found) -> None:
-        """What ``pattern.finditer(text, lo, hi)`` yields, for a pattern that can only match where the hits
-        say: matched once per hit, skipping hits inside the previous match (finditer does not overlap)."""
-        locate, offset, pattern = self.locate, self.window[0], self.pattern
-        last_end = lo
-        for hit in hits:
-            start = locate(text, hit, last_end, hi) if locate is not None else hit - offset
-            if start < last_end:
+        groups = self._groups
+        for match in scan_text.matches(self.regex):
+            start, end = match.span()
+            for group in groups:
+                group_start, group_end = match.span(group)
+                if group_start >= 0:
+                    start, end = group_start, group_end
+                    break
+            if start == end or (start, end) in out:
                 continue
-            match = pattern.match(text, start, hi)
-            if match is not None:
-                last_end = max(match.end(), start + 1)
-                self._accept(match, text, out)
+            self._accept(View(text, match, start, end), out)
 
-    def _search(self, text: str, start: int, end: int, out: Found) -> None:
-        for match in self.pattern.finditer(text, start, end):
-            self._accept(match, text, out)
-
-    def _accept(self, match: re.Match[str], text: str, out: Found) -> None:
-        start, end = match.span()
-        for name in self._groups:
-            if match.start(name) >= 0:
-                start, end = match.span(name)
-                break
-        if start == end or (start, end) in out:
+    def _accept(self, view: View, out: Found) -> None:
+        text, start, end = view._text, view.start, view.end
+        if self._left is not None and start > 0 and self._left.match(text, start - 1):
             return
-        if self.boundary and (
-            (start > 0 and _WORDISH.match(text, start - 1)) or (end < len(text) and _WORDISH.match(text, end))
-        ):
+        if self._right is not None and end < len(text) and self._right.match(text, end):
             return
-        if self.validate is not None and not self.validate(match, text):
+        if self.validate is not None and not self.validate(view):
             return
+        if self.refine is not None:
+            span = self.refine(view)
+            if span is None or span[0] >= span[1] or span in out:
+                return
+            start, end = span
         out[start, end] = Candidate(start, end, self)
+
+
+def _is_span_group(name: str) -> bool:
+    return name == "s" or name.startswith("s_")
 
 
 @dataclass(frozen=True)
@@ -242,25 +263,23 @@ def add(found: Found, candidate: Candidate) -> None:
 
 class RuleSet:
     """Rules in priority order behind a shared gate (:mod:`~gateway_plugins.sanitizers.gate`) that skips,
-    for each text, the rules whose literals or anchor patterns do not occur in it, so a clean text costs a
-    few microseconds. ``gate`` builds it (the fastest available by default)."""
+    for each text, the rules whose literals or probes do not occur in it."""
 
-    def __init__(self, rules: Sequence[Rule], *, gate: Callable[[Sequence[Rule]], Gate] = build_gate) -> None:
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        from gateway_plugins.sanitizers.gate import Gate
+
         self.rules = tuple(rules)
         self.order = {rule: index for index, rule in enumerate(self.rules)}
-        self.gate = gate(self.rules)
+        self.gate = Gate(self.rules)
 
     def scan(self, text: str) -> list[Candidate]:
         """Every candidate span of every rule, unresolved (a span once, for the first rule finding it)."""
         scan_text = ScanText(text)
         found: Found = {}
         rules = self.rules
-        for index in self.gate.rules_for(text, scan_text.lowered):
+        for index in self.gate.rules_for(scan_text):
             rules[index].collect(scan_text, found)
         return list(found.values())
-
-    def select(self, candidates: Sequence[Candidate]) -> list[Candidate]:
-        return select(candidates, self.order)
 
     def find(self, text: str) -> list[Candidate]:
         """The non-overlapping spans to redact in ``text``, in text order."""
@@ -269,24 +288,39 @@ class RuleSet:
 
 
 def select(candidates: Sequence[Candidate], order: dict[Rule, int]) -> list[Candidate]:
-    """Non-overlapping candidates: longer spans win, then the rule listed first; returned in text order."""
+    """Non-overlapping spans to redact, in text order: overlapping candidates become one span, their union.
+
+    Dropping one of two overlapping candidates would leave the part of it outside the other in clear (an
+    e-mail rule's ``3xyz@db01…`` cutting the password of ``postgresql://admin:Tr0ub4dor&3xyz@db01…`` in
+    two), so nothing is dropped: the union is redacted, under the rule of its best member: secrets before
+    other classes, then the longer span, then the rule listed first. Rules keep unions rare by not
+    matching inside each other's territory (the e-mail rule skips URL credentials).
+    """
     if len(candidates) < 2:
         return list(candidates)
-    ranked = sorted(candidates, key=lambda c: (-(c.end - c.start), order.get(c.rule, 1 << 30), c.start))
-    starts: list[int] = []  # sorted, disjoint intervals chosen so far
-    ends: list[int] = []
+    ordered = sorted(candidates, key=lambda c: (c.start, c.end))
     chosen: list[Candidate] = []
-    for cand in ranked:
-        index = bisect_left(starts, cand.start)
-        if index < len(starts) and starts[index] < cand.end:
+    best = ordered[0]
+    start, end = best.start, best.end
+    for cand in ordered[1:]:
+        if cand.start < end:
+            end = max(end, cand.end)
+            if _rank(cand, order) < _rank(best, order):
+                best = cand
             continue
-        if index > 0 and ends[index - 1] > cand.start:
-            continue
-        starts.insert(index, cand.start)
-        ends.insert(index, cand.end)
-        chosen.append(cand)
-    chosen.sort(key=lambda c: c.start)
+        chosen.append(_union(best, start, end))
+        best = cand
+        start, end = cand.start, cand.end
+    chosen.append(_union(best, start, end))
     return chosen
+
+
+def _union(best: Candidate, start: int, end: int) -> Candidate:
+    return best if (best.start, best.end) == (start, end) else Candidate(start, end, best.rule)
+
+
+def _rank(cand: Candidate, order: dict[Rule, int]) -> tuple[int, int, int]:
+    return (cand.rule.category != "secret", cand.start - cand.end, order.get(cand.rule, 1 << 30))
 
 
 def redact(text: str, chosen: Sequence[Candidate], placeholders: PlaceholderMap, layer: str) -> SanitizedText:

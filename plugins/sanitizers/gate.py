@@ -1,159 +1,95 @@
 """Which rules of a :class:`~gateway_plugins.sanitizers.engine.RuleSet` can match a text at all.
 
-A rule can only match where one of its gate literals occurs (its ``requires``, or else its literal anchors:
-``sk-``, ``password``), and a rule anchored on patterns only (``\\.\\d{1,3}\\.\\d{1,3}\\.\\d``) only where one of
-them occurs. Answering that for ~50 literals and a handful of patterns is most of what a clean text costs,
-so :func:`build_gate` answers it in one pass with google-re2 (:class:`Re2Gate`: an ``re2.Set`` of all of
-them; a pattern's answer is taken from it for ASCII texts only, where its ``\\d`` and Python's agree).
-Without it, :class:`PythonGate` makes one substring test per distinct literal and one ``search`` per
-pattern, about 1.4 times slower per record. The two give the same answer; only the speed differs.
+A rule can only match where one of its ``requires`` literals occurs (``sk-``, ``password``) and where its
+``probe`` occurs (``\\d\\.\\d{1,3}\\.\\d{1,3}\\.\\d`` for dotted quads). Answering that for ~60 literals and a
+handful of probes is most of what a clean text costs, so the gate answers it in two linear passes with
+google-re2 ``Set``\\s: the case-sensitive literals and the probes over the text, the folded literals over its
+case fold. Probes are RE2 expressions like the rules themselves, so both read a text the same way.
+
+An RE2 set runs on a DFA only, and a DFA can give up on a pathological input (too many states for its
+memory budget). Each set therefore carries a sentinel that matches every text: an answer without it means
+the set gave up, and then every rule runs. The gate can make a text slower, never let a rule skip it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-try:
-    import re2  # type: ignore[import-untyped]
-except ImportError:  # pragma: no cover - the pure-Python gate is tested on its own
-    re2 = None
+import re2  # type: ignore[import-untyped]
 
 if TYPE_CHECKING:
-    from gateway_plugins.sanitizers.engine import Rule
+    from gateway_plugins.sanitizers.engine import Rule, ScanText
 
-__all__ = ["Gate", "PythonGate", "Re2Gate", "build_gate"]
+__all__ = ["Gate"]
 
-_RE2_UNSAFE = re.compile(r"\\[sSwWbBAZuUN0-9]|\(\?|[$^]")
-"""Pattern syntax whose meaning differs between ``re`` and RE2 even on ASCII text (``\\s`` takes in ``\\v``
-in ``re`` only, ``$`` matches before a final newline in ``re`` only) or that RE2 lacks (look-arounds)."""
+_SENTINEL = "(?:)"
 
 
-class Gate(Protocol):
-    def rules_for(self, text: str, lowered: str) -> list[int]:
-        """Indices, in priority order, of the rules that can match ``text`` (``lowered`` is its fold)."""
+class _Set:
+    """An ``re2.Set`` of patterns, each unlocking some rule indices as a literal or as a probe, plus the
+    sentinel."""
+
+    def __init__(self, literals: dict[str, list[int]], probes: dict[str, list[int]]) -> None:
+        self._set = re2.Set.SearchSet()
+        self._sentinel = self._set.Add(_SENTINEL)
+        self._unlocks: dict[int, tuple[bool, tuple[int, ...]]] = {}
+        for literal, indices in literals.items():
+            self._unlocks[self._set.Add(re2.escape(literal))] = (False, tuple(indices))
+        for probe, indices in probes.items():
+            self._unlocks[self._set.Add(probe)] = (True, tuple(indices))
+        self._set.Compile()
+
+    def found(self, subject: str | bytes) -> tuple[set[int], set[int]] | None:
+        """The rule indices whose literals, and those whose probes, occur in ``subject``; None when the set
+        gave up (then every rule runs)."""
+        if not self._unlocks:
+            return set(), set()
+        entries = self._set.Match(subject) or ()
+        if self._sentinel not in entries:
+            return None
+        literals: set[int] = set()
+        probes: set[int] = set()
+        for entry in entries:
+            if entry != self._sentinel:
+                is_probe, indices = self._unlocks[entry]
+                (probes if is_probe else literals).update(indices)
+        return literals, probes
 
 
-class PythonGate:
-    """The gate with ``in`` and ``re``: one substring test per distinct literal, one search per pattern."""
+class Gate:
+    """Per text, the indices (in priority order) of the rules that can match it."""
 
     def __init__(self, rules: Sequence[Rule]) -> None:
-        needed: dict[tuple[str, bool], list[int]] = {}
-        always: list[int] = []
+        case: dict[str, list[int]] = {}
+        folded: dict[str, list[int]] = {}
+        probes: dict[str, list[int]] = {}
         for index, rule in enumerate(rules):
-            keys = _shortest(rule.gate())
-            if not keys:
-                always.append(index)
-            for key in keys:
-                needed.setdefault(key, []).append(index)
-        self.always = frozenset(always)
-        self.case = tuple((lit, tuple(ix)) for (lit, lower), ix in needed.items() if not lower)
-        self.folded = tuple((lit, tuple(ix)) for (lit, lower), ix in needed.items() if lower)
-        self.probes = tuple(_probes(rule) for rule in rules)
+            for literal, lower in _shortest(rule.gate()):
+                (folded if lower else case).setdefault(literal, []).append(index)
+            if rule.probe is not None:
+                probes.setdefault(rule.probe, []).append(index)
+        self._count = len(rules)
+        needs_literal = frozenset(i for i, rule in enumerate(rules) if rule.gate())
+        needs_probe = frozenset(i for i, rule in enumerate(rules) if rule.probe is not None)
+        everyone = frozenset(range(len(rules)))
+        self._always = everyone - needs_literal - needs_probe
+        self._needs_probe = needs_probe
+        self._no_literal = everyone - needs_literal
+        self._text = _Set(case, probes)
+        self._folded = _Set(folded, {})
 
-    def rules_for(self, text: str, lowered: str) -> list[int]:
-        active = set(self.always)
-        for lit, indices in self.case:
-            if lit in text:
-                active.update(indices)
-        for lit, indices in self.folded:
-            if lit in lowered:
-                active.update(indices)
-        probes = self.probes
-        return [index for index in sorted(active) if not probes[index] or _occurs(probes[index], text)]
-
-
-class Re2Gate:
-    """The gate as two ``re2.Set`` passes: the case-sensitive literals and the patterns over the text, the
-    folded literals over its fold. The literals are ASCII, so their UTF-8 occurrences are theirs in any
-    text; the patterns are trusted on ASCII texts only, and searched with ``re`` in the others."""
-
-    @staticmethod
-    def available() -> bool:
-        """Whether google-re2 is installed."""
-        return re2 is not None
-
-    def __init__(self, rules: Sequence[Rule]) -> None:
-        if re2 is None:
-            raise RuntimeError("google-re2 is not installed")
-        self._python = python = PythonGate(rules)
-        self._always = python.always
-        # The text set: first the case-sensitive literals, then the probe patterns RE2 reads as ``re`` does.
-        text_set = re2.Set.SearchSet()
-        for lit, _indices in python.case:
-            text_set.Add(re2.escape(lit))
-        self._literal_rules = tuple(indices for _lit, indices in python.case)
-        probe_rules: list[int] = []
-        left: list[tuple[re.Pattern[str], ...]] = []  # probes RE2 cannot take stay Python searches
-        for index, patterns in enumerate(python.probes):
-            for pattern in patterns:
-                if _re2_reads_alike(pattern):
-                    text_set.Add(pattern.pattern)
-                    probe_rules.append(index)
-            left.append(tuple(pattern for pattern in patterns if not _re2_reads_alike(pattern)))
-        self._probe_rules, self._left = tuple(probe_rules), tuple(left)
-        self._probed = frozenset(index for index, patterns in enumerate(python.probes) if patterns)
-        folded_set = re2.Set.SearchSet()
-        for lit, _indices in python.folded:
-            folded_set.Add(re2.escape(lit))
-        self._folded_rules = tuple(indices for _lit, indices in python.folded)
-        text_set.Compile()
-        folded_set.Compile()
-        self._text_set, self._folded_set = text_set, folded_set
-
-    def rules_for(self, text: str, lowered: str) -> list[int]:
-        try:
-            in_text, in_folded = self._text_set.Match(text) or (), self._folded_set.Match(lowered) or ()
-        except UnicodeEncodeError:  # a lone surrogate: not UTF-8
-            return self._python.rules_for(text, lowered)
-        active = set(self._always)
-        found_probe: set[int] = set()
-        literal_rules, probe_rules = self._literal_rules, self._probe_rules
-        literals = len(literal_rules)
-        for entry in in_text:
-            if entry < literals:
-                active.update(literal_rules[entry])
-            else:
-                found_probe.add(probe_rules[entry - literals])
-        folded_rules = self._folded_rules
-        for entry in in_folded:
-            active.update(folded_rules[entry])
-        probed = self._probed
-        if not text.isascii():  # RE2's \d is ASCII, ``re``'s is not: search the patterns with ``re``
-            all_probes = self._python.probes
-            return [i for i in sorted(active) if i not in probed or _occurs(all_probes[i], text)]
-        left = self._left
-        return [
-            index
-            for index in sorted(active)
-            if index not in probed or index in found_probe or (left[index] and _occurs(left[index], text))
-        ]
-
-
-def build_gate(rules: Sequence[Rule]) -> Gate:
-    """The fastest gate available: :class:`Re2Gate` with google-re2, else :class:`PythonGate`."""
-    return Re2Gate(rules) if re2 is not None else PythonGate(rules)
-
-
-def _re2_reads_alike(pattern: re.Pattern[str]) -> bool:
-    """Whether RE2 matches ``pattern`` as ``re`` does on ASCII text (no flags, no syntax of ``_RE2_UNSAFE``)."""
-    return pattern.flags == re.UNICODE and not _RE2_UNSAFE.search(pattern.pattern)
-
-
-def _occurs(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
-    for pattern in patterns:
-        if pattern.search(text):
-            return True
-    return False
-
-
-def _probes(rule: Rule) -> tuple[re.Pattern[str], ...]:
-    """For a rule whose anchors are all patterns (searched in the text as is), those: a ``search`` each
-    rejects a text without a hit before any of the rule's Python runs."""
-    if rule.anchors and not rule.anchor_lower and all(isinstance(a, re.Pattern) for a in rule.anchors):
-        return tuple(a for a in rule.anchors if isinstance(a, re.Pattern))
-    return ()
+    def rules_for(self, scan_text: ScanText) -> list[int]:
+        """Indices, in priority order, of the rules that can match the text."""
+        in_text = self._text.found(scan_text.subject)
+        in_folded = self._folded.found(scan_text.lowered_subject)
+        if in_text is None or in_folded is None:
+            return list(range(self._count))
+        literals, probes = in_text
+        literals |= in_folded[0]
+        # a rule runs when each of its gates is passed: its literal (if any) and its probe (if any)
+        active = self._always | (literals - self._needs_probe) | (probes & (literals | self._no_literal))
+        return sorted(active)
 
 
 def _shortest(gate: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, bool], ...]:

@@ -16,9 +16,10 @@ __all__ = [
     "char_classes",
     "classes",
     "is_hash_like",
+    "is_identifying_ip",
     "is_placeholder",
-    "is_public_ip",
     "is_reference",
+    "is_template",
     "looks_like_secret",
     "luhn_valid",
     "shannon_entropy",
@@ -142,6 +143,16 @@ def is_placeholder(value: str) -> bool:
     return any(part.lower() in _PLACEHOLDER_WORDS for part in _SPLIT.split(v) if part)
 
 
+def is_template(value: str) -> bool:
+    """A template or documentation value (``<user>``, ``${USER}``, ``your.name``, ``xxx``, ``example``), but
+    not a mere short or common word: the test for parts of larger values (an e-mail's local part)."""
+    v = value.strip().strip("\"'`")
+    if not v:
+        return True
+    lower = v.lower()
+    return bool(_TEMPLATE.match(v)) or "example" in lower or _masked(v) or _joined_affix(lower)
+
+
 def _masked(value: str) -> bool:
     """``sk-****``, ``AKIA••••1234``: a short prefix, four or more mask characters, a short suffix."""
     if len(value) >= 20 and value[12] not in _MASK_CHARS:
@@ -245,21 +256,46 @@ def is_card_number(digits: str) -> bool:
 _WELL_KNOWN_PUBLIC = frozenset(
     {"8.8.8.8", "8.8.4.4", "1.1.1.1", "1.0.0.1", "9.9.9.9", "149.112.112.112", "208.67.222.222", "208.67.220.220"}
 )
+_DOCUMENTATION_V6 = ipaddress.ip_network("2001:db8::/32")
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
 
 
 @lru_cache(maxsize=4096)
-def is_public_ip(value: str) -> bool:
-    """True for a globally routable unicast address that is not a well-known public resolver.
+def is_identifying_ip(value: str) -> bool:
+    """True for an address that points at someone's machine or network: a globally routable unicast address
+    (not a well-known public resolver), or a private one (RFC 1918, CGNAT, IPv6 unique-local), which maps
+    a deployment's internal network.
 
-    Private (RFC 1918, ULA), loopback, link-local, CGNAT, documentation (TEST-NET-1/2/3, 2001:db8::/32),
-    benchmarking, multicast, reserved and unspecified addresses are not personal data and stay.
+    Loopback, unspecified, link-local (169.254.169.254 is every cloud's metadata service), documentation
+    (TEST-NET-1/2/3, 2001:db8::/32), benchmarking, multicast and reserved addresses are the same for
+    everyone and stay.
     """
+    if len(value) > 45:  # longer than any textual IP address: do not hand a huge string to the parser
+        return False
     try:
         address = ipaddress.ip_address(value)
     except ValueError:
         return False
-    if address.is_multicast or value in _WELL_KNOWN_PUBLIC:
+    if address.is_multicast or address.is_loopback or address.is_link_local or address.is_unspecified:
         return False
-    if address.version == 6 and address in ipaddress.ip_network("2001:db8::/32"):
+    if address.version == 4 and value.startswith("0."):
+        return False  # 0.0.0.0/8: "this network", the same everywhere
+    if value in _WELL_KNOWN_PUBLIC:
         return False
-    return address.is_global
+    if address.version == 6 and address in _DOCUMENTATION_V6:
+        return False
+    if address.is_global:
+        return True
+    if address.version == 4 and address in _CGNAT:
+        return True
+    return address.is_private and not address.is_reserved and not _is_documentation(address)
+
+
+_SHARED_V4 = tuple(
+    ipaddress.ip_network(net) for net in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "198.18.0.0/15")
+)
+"""Documentation and benchmarking ranges: private to no one."""
+
+
+def _is_documentation(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return address.version == 4 and any(address in net for net in _SHARED_V4)

@@ -1,8 +1,11 @@
-"""Layer 1, ``patterns``: deterministic detection of published credential formats and personal data.
+"""Layer 1, ``patterns``: deterministic detection of credentials, personal data and internal identifiers.
 
-Fast (a keyword pre-filter skips rules whose anchors are absent), synchronous at its core so that the log
+One pass finds every candidate span of every rule (published credential formats, URL credentials, generic
+assignments, random-looking tokens, e-mails, IPs, phones, cards, project paths, internal hosts); overlaps
+are then resolved together (:func:`~gateway_plugins.sanitizers.engine.select`), so no rule can cut another's
+finding in two. Linear in the text (RE2 rules, bounded checks), synchronous at its core so that the log
 redactor can use it on every line (:meth:`PatternSanitizer.redact`), and conservative about what is *not*
-sensitive: versions, hashes, UUIDs, timestamps, private and loopback addresses, ``localhost:PORT`` and
+sensitive: versions, hashes, UUIDs, timestamps, loopback addresses, ``localhost:PORT``, library paths and
 template placeholders pass through unchanged.
 """
 
@@ -15,13 +18,17 @@ import anyio
 from gateway.api import FieldKind, PlaceholderMap, SanitizedText
 from gateway_plugins.sanitizers.engine import Rule, RuleSet, redact
 from gateway_plugins.sanitizers.rules_assign import ASSIGNMENT_RULES
+from gateway_plugins.sanitizers.rules_internal import INTERNAL_RULES
 from gateway_plugins.sanitizers.rules_pii import PII_RULES
 from gateway_plugins.sanitizers.rules_secrets import SECRET_RULES
+from gateway_plugins.sanitizers.rules_tokens import TOKEN_RULES
+from gateway_plugins.sanitizers.rules_urls import URL_RULES
 
 __all__ = ["DEFAULT_RULES", "PatternSanitizer"]
 
-DEFAULT_RULES: tuple[Rule, ...] = SECRET_RULES + ASSIGNMENT_RULES + PII_RULES
-"""Every layer-1 rule, in priority order (provider formats before generic assignments before PII)."""
+DEFAULT_RULES: tuple[Rule, ...] = SECRET_RULES + URL_RULES + ASSIGNMENT_RULES + TOKEN_RULES + PII_RULES + INTERNAL_RULES
+"""Every layer-1 rule, in priority order (provider formats, URL credentials, generic assignments, random
+tokens, then personal data and internal identifiers): the first names a span several rules find."""
 
 _THREAD_THRESHOLD = 256 * 1024
 """Texts longer than this are scanned in a worker thread so the event loop keeps serving."""

@@ -32,7 +32,7 @@ class ContextualConfig(BaseModel):
     """``[plugins.sanitizer.contextual]``."""
 
     model_config = ConfigDict(extra="forbid")
-    disabled: list[str] = Field(default_factory=list, description="Rule kinds to switch off, e.g. ['internal_host'].")
+    disabled: list[str] = Field(default_factory=list, description="Rule kinds to switch off, e.g. ['cookie_value'].")
 
 
 class GeminiConfig(BaseModel):
@@ -86,14 +86,15 @@ def gateway_register_providers(register: ProviderRegistrar) -> None:
         "patterns",
         _patterns,
         config_model=PatternsConfig,
-        description="Layer 1: published credential formats and personal data (regex + validators, offline).",
+        description="Layer 1: credentials, random tokens, personal data, internal hosts and project paths "
+        "(RE2 rules + validators, one pass, linear time, offline).",
     )
     register(
         SANITIZER,
         "contextual",
         _contextual,
         config_model=ContextualConfig,
-        description="Layer 2 offline: values near credential words, URL credentials, internal host names.",
+        description="Layer 2 offline: values near credential words, in query strings, CLI flags and cookies.",
     )
     register(
         SANITIZER,

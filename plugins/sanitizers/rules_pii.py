@@ -1,39 +1,46 @@
-"""Layer-1 rules for personal data: e-mail addresses, user names in home paths, public IPs, phones, cards.
+"""Layer-1 rules for personal data: e-mail addresses, user names in home paths, IP addresses, phones, cards.
 
-Decisions (documented in the plugin README and asserted by the corpus):
+Decisions (asserted by the corpus):
 
-* IP addresses: only globally routable unicast addresses are personal data. Private, loopback, link-local,
-  CGNAT, documentation (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32), multicast and
-  reserved ranges stay, as do the public resolvers (8.8.8.8, 1.1.1.1...), so ``127.0.0.1:8000`` survives.
-  A dotted quad that reads as a version (``numpy 1.26.4.0``, ``v1.2.3.4``, ``==1.2.3.4``, ``pkg-1.2.3.4``)
-  is not an address; a quad after a network word (``from``, ``host``, ``connect to``...) or an error name,
-  after ``@``, ``=`` or ``//``, followed by ``:port``, or with a part of 100 or more always is.
+* E-mail addresses at any domain are personal or name an organisation. Kept: the documentation domains
+  (``example.com/.org/.net``, ``*.example``, ``*.test``, ``*.invalid``), no-reply service addresses, template
+  locals (``your.name@``), ``git@host:org/repo`` (an SSH remote), ``logo@2x.png`` and ``react@18.2.0``
+  (file and package names), and an ``@`` inside a URL's credentials (the URL rule's).
+* IP addresses: globally routable unicast addresses and private ones (RFC 1918, CGNAT, IPv6 unique-local:
+  they map a deployment's network) go. Loopback, unspecified, link-local, documentation, benchmarking,
+  multicast and reserved ranges stay, as do the public resolvers (8.8.8.8, 1.1.1.1...), so
+  ``127.0.0.1:8000`` survives. A dotted quad that reads as a version (``numpy 1.26.4.0``, ``v1.2.3.4``,
+  ``==1.2.3.4``, ``pkg-1.2.3.4``) is not an address; a quad after a network word (``from``, ``host``,
+  ``connect to``...) or an error name, after ``@``, ``=`` or ``//``, followed by ``:port``, with a part of 100
+  or more, or in 192.168/16 or 172.16/12 always is.
 * Phones need phone formatting: a ``+`` country code, or the North-American ``(202) 555-0143`` /
-  ``202-555-0143`` shapes, or a ``phone:``/``tel``/``mobile`` label. A bare run of digits (an epoch
-  timestamp, an id) is never a phone.
+  ``202-555-0143`` shapes, or a ``phone:``/``tel``/``mobile`` label. A bare run of digits is never a phone.
 * Cards: 13-19 digits, uniformly grouped, a known issuer prefix and a valid Luhn checksum.
-* E-mails at reserved domains (``example.com``, ``*.test``, ``*.invalid``, ``localhost``) and role
-  addresses (``noreply@``) are not personal; ``git@github.com:org/repo`` is an SSH remote, not an e-mail.
-* Home paths: the account name is redacted, the rest of the path kept; shared account names of CI runners
-  and images (``runner``, ``ubuntu``, ``root``...) are not personal.
+* Home paths: the account name (when the path rule, which replaces more, does not apply); shared account
+  names of CI runners and images (``runner``, ``ubuntu``, ``root``...) are not personal.
 """
 
 from __future__ import annotations
 
 import re
 
-from gateway_plugins.sanitizers.engine import Locator, Rule, Validator
-from gateway_plugins.sanitizers.heuristics import GENERIC_ACCOUNTS, is_card_number, is_placeholder, is_public_ip
-from gateway_plugins.sanitizers.rules_secrets import span_value
+from gateway_plugins.sanitizers.engine import Refiner, Rule, Validator, View
+from gateway_plugins.sanitizers.heuristics import (
+    GENERIC_ACCOUNTS,
+    is_card_number,
+    is_identifying_ip,
+    is_placeholder,
+    is_template,
+)
 
 __all__ = ["PII_RULES"]
 
-_RESERVED_DOMAINS = ("example.com", "example.org", "example.net", "localhost")
-_RESERVED_TLDS = (".example", ".test", ".invalid", ".localhost", ".local")
-_ROLE_LOCALS = frozenset(
-    {"noreply", "no-reply", "donotreply", "do-not-reply", "mailer-daemon", "postmaster", "git", "user", "you",
-     "your.name", "yourname", "your-email", "username", "email", "name", "someone", "foo", "test"}
+_RESERVED_DOMAINS = ("example.com", "example.org", "example.net")
+_RESERVED_TLDS = frozenset({"example", "test", "invalid"})
+_SERVICE_LOCALS = frozenset(
+    {"noreply", "no-reply", "donotreply", "do-not-reply", "mailer-daemon", "postmaster", "git"}
 )  # fmt: skip
+_TEMPLATE_LOCALS = re.compile(r"(?i)(?:your|my)[._-]?(?:name|email|user|mail|address)|(?:user|first|last)[._]?name")
 _FILE_TLDS = frozenset(
     "png jpg jpeg gif svg webp ico bmp js mjs cjs ts tsx jsx css scss less map json yaml yml toml lock txt log "
     "html htm xml pdf zip gz tgz whl exe dll bin pyc java class jar kt php rb go vue svelte wasm py md rs".split()
@@ -45,78 +52,81 @@ _NETWORK_WORDS = frozenset(
     unreachable listen listening bind bound ping pinging nameserver origin forwarded node nodes endpoint target
     user login ssh http https tcp udp dns lookup sent received request requests blocked banned allowed denied
     rejected accepted ban block allow deny whitelist blacklist allowlist denylist visitor attacker address:
-    then than via: curl wget nc telnet traceroute route vpn nat public external wan egress ingress""".split()
+    then than via: curl wget nc telnet traceroute route vpn nat public external wan egress ingress inet inet6
+    brd gw default dhcp lease leased assigned subnet cidr network net interface eth0 ens3 docker0 pod vip
+    nameservers resolver""".split()
 )
 _VERSION_MARKER = re.compile(r"(?:\b[vV]|(?i:\bversion|\bver|\brelease|\brev|\bbuild)[\s:=]*|(?:[=<>!~]=|[~^])\s*)$")
-_NAME_BEFORE = re.compile(r"([A-Za-z][\w.+]*)([ /_-])$")
+_NAME_BEFORE = re.compile(r"([A-Za-z][\w.+]{0,40})([ /_-])$")
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_PORT_AND_PATH = re.compile(r"\d{1,5}/")
 
 
-_EMAIL_LOCAL_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-"
+def _in_url_authority(before: str) -> bool:
+    """``scheme://user:pass…`` right before, with no port (``host:8443/``) in between: the ``@`` ends a URL's
+    credentials, which the URL rule owns whatever the password holds (``/``, ``?``, ``@``...)."""
+    token = before[max(before.rfind(c) for c in ' \t\n"<>`') + 1 :]
+    scheme = token.find("://")
+    if scheme < 0:
+        return False
+    authority = token[scheme + 3 :]
+    colon = authority.find(":")
+    return colon >= 0 and _PORT_AND_PATH.match(authority, colon + 1) is None
 
 
-def _email_start(text: str, hit: int, lo: int, _hi: int) -> int:
-    """An e-mail match holds one ``@`` and starts where the run of local-part characters before it starts
-    (its look-behind rejects any later start); a run longer than 64 cannot match."""
-    chunk = text[max(lo, hit - 65) : hit]
-    return hit - (len(chunk) - len(chunk.rstrip(_EMAIL_LOCAL_CHARS)))
+def _email_span(view: View) -> tuple[int, int] | None:
+    """The address, without the ``n`` of a ``\\n`` escape before it (``…\\nalice@acme.io`` in JSON)."""
+    if view.before(1) == "\\" and view.value[:1] in ("n", "r", "t"):
+        view = view.at(view.start + 1, view.end)
+    return (view.start, view.end) if _email(view) else None
 
 
-def _run_before(run: str, longest: int) -> Locator:
-    """A locator for a match that starts with up to ``longest`` characters of class ``run`` right before
-    the anchor (the octet before ``.1``, the hex group before ``:``): the start of that run, the only place
-    the pattern's look-behind lets a match through this hit start."""
-    tail = re.compile(rf"{run}{{0,{longest}}}\Z")
-
-    def locate(text: str, hit: int, lo: int, _hi: int) -> int:
-        found = tail.search(text, max(lo, hit - longest), hit)
-        return found.start() if found else hit
-
-    return locate
-
-
-def _email(match: re.Match[str], text: str) -> bool:
-    value = span_value(match)
+def _email(view: View) -> bool:
+    value = view.value
     local, _, domain = value.rpartition("@")
     domain_l = domain.lower()
-    if domain_l.endswith(_RESERVED_DOMAINS) or domain_l.endswith(_RESERVED_TLDS):
+    tld = domain_l[domain_l.rfind(".") + 1 :]
+    if len(local) > 64 or tld in _FILE_TLDS or tld in _RESERVED_TLDS or domain_l.endswith(_RESERVED_DOMAINS):
         return False
-    if domain_l.rsplit(".", 1)[-1] in _FILE_TLDS:
+    if len(domain) > 63 and any(not label or len(label) > 63 for label in domain_l.split(".")):
         return False
-    if local.lower() in _ROLE_LOCALS or is_placeholder(local):
+    if local.lower() in _SERVICE_LOCALS or _TEMPLATE_LOCALS.fullmatch(local) or is_template(local):
         return False
-    start = match.start("s")
-    if text[start - 1 : start] == ":" and not text[max(0, start - 7) : start].lower().endswith("mailto:"):
+    before = view.before(8)
+    if before.endswith(":") and not before.lower().endswith("mailto:"):
         return False  # user:password@host — the URL rule owns it
-    return True
+    before = view.before()
+    return "://" not in before or not _in_url_authority(before)
 
 
-def _home_user(match: re.Match[str], text: str) -> bool:
-    name = span_value(match)
+def _home_user(view: View) -> bool:
+    name = view.value
     if name.lower() in GENERIC_ACCOUNTS or name.startswith(("$", "%", "<", "{", "~", ".", "*")) or name == "..":
         return False
     if len(name) >= 3 and is_placeholder(name):
         return False
     # Inside a web URL (https://host/home/x) the segment is a route, not an account.
-    line_start = max(text.rfind("\n", 0, match.start()), text.rfind(" ", 0, match.start())) + 1
-    prefix = text[line_start : match.start()]
+    line = view.line_before()
+    prefix = line[max(line.rfind(" "), 0) :]
     scheme = prefix.find("://")
     return not (scheme >= 0 and prefix[scheme + 3 : scheme + 4] not in ("", "/"))
 
 
-def _ipv4(match: re.Match[str], text: str) -> bool:
-    value = span_value(match)
-    if not is_public_ip(value):
+def _ipv4(view: View) -> bool:
+    value = view.value
+    if not is_identifying_ip(value):
         return False
-    start, end = match.span("s")
-    after = text[end : end + 2]
+    after = view.after(2)
     if after[:1] == ":" and after[1:2].isdigit():
         return True
-    before = text[max(0, start - 40) : start]
+    if after[:1] == "-" and after[1:2].isalpha():
+        return False  # 1.0.0.0-SNAPSHOT, 1.2.3.4-rc1: a version
+    before = view.before(40)
     if before.endswith(("//", "@", "[")):
         return True
     if _VERSION_MARKER.search(before):
         return False
-    if before.endswith(("=", "(")):
+    if before.endswith(("=", "(")) or value.startswith(("192.168.", "172.")):
         return True
     name = _NAME_BEFORE.search(before)
     if name is None:
@@ -130,18 +140,23 @@ def _ipv4(match: re.Match[str], text: str) -> bool:
     return any(int(part) >= 100 for part in value.split("."))
 
 
-def _ipv6(match: re.Match[str], _text: str) -> bool:
-    value = span_value(match)
-    return value.count(":") >= 2 and any(c.isdigit() for c in value) and is_public_ip(value)
+def _ipv6(view: View) -> bool:
+    value = view.value
+    if len(value) > 45 or not 2 <= value.count(":") <= 7 or not any(c.isdigit() for c in value):
+        return False
+    host, _, port = value.rpartition(":")
+    if host in ("::1", "::", ":") and port.isdigit():
+        return False  # ECONNREFUSED ::1:3306, listening on :::8080: loopback or any address, then a port
+    return is_identifying_ip(value)
 
 
-def _phone(match: re.Match[str], _text: str) -> bool:
-    digits = sum(c.isdigit() for c in span_value(match))
+def _phone(view: View) -> bool:
+    digits = sum(c.isdigit() for c in view.value)
     return 7 <= digits <= 15
 
 
-def _card(match: re.Match[str], _text: str) -> bool:
-    value = span_value(match)
+def _card(view: View) -> bool:
+    value = view.value
     groups = re.split(r"[ -]", value)
     if len(groups) > 1:
         sizes = [len(g) for g in groups]
@@ -154,30 +169,18 @@ def _p(
     kind: str,
     label: str,
     pattern: str,
-    validate: Validator,
+    validate: Validator | None,
     *,
-    anchors: tuple[str | re.Pattern[str], ...],
-    window: tuple[int, int],
-    lower: bool = False,
-    conf: float = 0.9,
     requires: tuple[str, ...] = (),
-    anchored: bool = False,
-    locate: Locator | None = None,
+    lower: bool = False,
+    probe: str | None = None,
+    left: str | None = None,
+    right: str | None = None,
+    conf: float = 0.9,
+    refine: Refiner | None = None,
 ) -> Rule:
     return Rule(
-        kind,
-        "pii",
-        label,
-        re.compile(pattern),
-        validate,
-        conf,
-        anchors,
-        lower,
-        window,
-        False,
-        requires,
-        anchored=anchored or locate is not None,
-        locate=locate,
+        kind, "pii", label, pattern, validate, conf, requires, lower, probe, left=left, right=right, refine=refine
     )
 
 
@@ -188,82 +191,79 @@ PII_RULES: tuple[Rule, ...] = (
     _p(
         "email",
         "EMAIL",
-        r"(?<![\w.%+-])(?P<s>[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,24})(?![\w-]|\.[A-Za-z0-9])",
-        _email,
-        anchors=("@",),
-        window=(66, 300),
-        locate=_email_start,
+        r"(?:^|[^\w.%+-])(?P<s>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,24})",
+        None,
+        requires=("@",),
+        left=r"[\w.%+-]",
+        right=r"[\w-]|\.[A-Za-z0-9]",
+        refine=_email_span,
     ),
     _p(
         "home_path_user",
         "PATH_USER",
         rf"(?:{_SEP}(?:home|Users|export{_SEP}home|var{_SEP}home|usr{_SEP}home)|"
-        rf"(?<![A-Za-z])[A-Za-z]:{_SEP}(?:Users|Documents and Settings)){_SEP}"
-        rf"(?P<s>{_WIN_NAME} {_WIN_NAME}(?=[\\/])|{_WIN_NAME})",
+        rf"[A-Za-z]:{_SEP}(?:Users|Documents and Settings)){_SEP}"
+        rf"(?:(?P<s>{_WIN_NAME} {_WIN_NAME}){_SEP}|(?P<s_one>{_WIN_NAME}))",
         _home_user,
-        anchors=("home", "Users", "Documents and Settings"),
-        window=(14, 140),
+        requires=("home", "Users", "Documents and Settings"),
     ),
     _p(
-        "public_ip",
+        "ip_address",
         "IP",
-        r"(?<![\w.])(?P<s>(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3})"
-        r"(?!\.?\w|\.\d)",
+        rf"(?:^|[^\w.])(?P<s>{_OCTET}(?:\.{_OCTET}){{3}})",
         _ipv4,
-        # The first dot of every dotted quad: the octet before it and the rest, with the two characters of
-        # context the look-ahead reads, fit the window.
-        anchors=(re.compile(r"\.\d{1,3}\.\d{1,3}\.\d"),),
-        window=(4, 20),
-        locate=_run_before(r"\d", 3),
+        probe=r"\d\.\d{1,3}\.\d{1,3}\.\d",
+        left=r"[\w.]",
+        right=r"\.?\w|\.\d",
     ),
     _p(
-        "public_ip",
+        "ip_address",
         "IP",
-        r"(?<![\w:.])(?P<s>[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7})(?![\w:.])",
+        r"(?:^|[^\w:.])(?P<s>[0-9A-Fa-f]*:[0-9A-Fa-f]*:[0-9A-Fa-f:]*)",
         _ipv6,
-        anchors=(re.compile(r":[0-9A-Fa-f]{0,4}:"),),
-        window=(40, 44),
-        locate=_run_before(r"[0-9A-Fa-f]", 4),
         requires=(":",),
+        probe=r":[0-9A-Fa-f]{0,4}:",
+        left=r"[\w:.]",
+        right=r"[\w:.]",
     ),
     _p(
         "phone",
         "PHONE",
-        r"(?<![\w+.-])(?P<s>\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){1,5}(?:[ .-]?\d{2,5}))(?![\w-]|[.:]\d)",
+        r"(?:^|[^\w+.-])(?P<s>\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){1,5}(?:[ .-]?\d{2,5}))",
         _phone,
-        anchors=(re.compile(r"\+\d"),),
-        window=(0, 40),
-        anchored=True,
         requires=("+",),
+        probe=r"\+\d",
+        left=r"[\w+.-]",
+        right=r"[\w-]|[.:]\d",
     ),
     _p(
         "phone",
         "PHONE",
-        r"(?<![\w+.-])(?P<s>(?:1[ .-]?)?(?:\([2-9]\d\d\)\s?|[2-9]\d\d[-.\s])[2-9]\d\d[-.]\d{4})(?![\w-]|[.:]\d)",
+        r"(?:^|[^\w+.-])(?P<s>(?:1[ .-]?)?(?:\([2-9]\d\d\)\s?|[2-9]\d\d[-.\s])[2-9]\d\d[-.]\d{4})",
         _phone,
-        anchors=(re.compile(r"-\d{4}"), re.compile(r"\.\d{4}")),
-        window=(20, 6),
+        probe=r"\d\d[-.]\d{4}",
+        left=r"[\w+.-]",
+        right=r"[\w-]|[.:]\d",
     ),
     _p(
         "phone",
         "PHONE",
         r"(?i:\b(?:phone|tel|telephone|mobile|cell|fax|whatsapp|sms|call me at|contact number)\b)[^\n\d+]{0,12}"
-        r"(?P<s>\+?\(?\d[\d ()./-]{5,18}\d)(?![\w-]|[.:]\d)",
+        r"(?P<s>\+?\(?\d[\d ()./-]{5,18}\d)",
         _phone,
-        anchors=("phone", "tel", "mobile", "cell", "fax", "whatsapp", "sms", "call me", "contact"),
+        requires=("phone", "tel", "mobile", "cell", "fax", "whatsapp", "sms", "call me", "contact"),
         lower=True,
-        window=(0, 60),
-        anchored=True,
+        right=r"[\w-]|[.:]\d",
     ),
     _p(
         "card_number",
         "CARD",
-        # the left boundary is checked after the first digit, so the window is scanned for [2-6] first
-        r"(?P<s>[2-6](?<![\w.-][2-6])\d{3}(?:[ -]?\d){9,15})(?![\w-]|\.\d)",
+        r"(?:^|[^\w.-])(?P<s>[2-6]\d{3}(?:[ -]?\d){9,15})",
         _card,
-        anchors=(re.compile(r"[2-6]\d{3}[ -]?\d{4}"),),
-        window=(0, 24),
+        probe=r"[2-6]\d{3}[ -]?\d{4}",
+        left=r"[\w.-]",
+        right=r"[\w-]|\.\d",
         conf=0.95,
     ),
 )

@@ -1,18 +1,18 @@
-"""Layer-1 rules for credentials with a published format (provider keys and tokens, JWTs, PEM keys, URLs).
+"""Layer-1 rules for credentials with a published format (provider keys and tokens, JWTs, PEM keys).
 
-Each pattern is anchored on the provider's documented prefix and charset and bounded on both sides
-(``(?<![\\w-])`` … ``(?![\\w-])``), so ``task-runner`` or ``desk-lamp`` never look like ``sk-…`` keys; loose
-shapes (OpenAI, Hugging Face, bearer tokens) additionally need the character mix and entropy of a random
-token, and no rule fires on a template (``<TOKEN>``, ``${API_KEY}``, ``sk-xxxx``, ``your-api-key-here``).
+Each pattern is an RE2 expression anchored on the provider's documented prefix and charset; the span must
+not touch a word character or ``-`` on either side (checked in Python: RE2 has no look-arounds), so
+``task-runner`` or ``desk-lamp`` never look like ``sk-…`` keys. Loose shapes (OpenAI, Hugging Face, bearer
+tokens) additionally need the character mix and entropy of a random token, and no rule fires on a template
+(``<TOKEN>``, ``${API_KEY}``, ``sk-xxxx``, ``your-api-key-here``).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import re
 
-from gateway_plugins.sanitizers.engine import Locator, Rule, Validator
+from gateway_plugins.sanitizers.engine import Refiner, Rule, Validator, View
 from gateway_plugins.sanitizers.heuristics import (
     char_classes,
     classes,
@@ -21,45 +21,37 @@ from gateway_plugins.sanitizers.heuristics import (
     shannon_entropy,
 )
 
-__all__ = ["SECRET_RULES", "span_value"]
+__all__ = ["SECRET_RULES", "not_placeholder"]
 
 
-def span_value(match: re.Match[str]) -> str:
-    """The sensitive value of a match: its first participating ``s``/``s_*`` group, else the whole match."""
-    for name in match.re.groupindex:
-        if (name == "s" or name.startswith("s_")) and match.start(name) >= 0:
-            return match.group(name)
-    return match.group(0)
+def not_placeholder(view: View) -> bool:
+    return not is_placeholder(view.value)
 
 
-def _not_placeholder(match: re.Match[str], _text: str) -> bool:
-    return not is_placeholder(span_value(match))
-
-
-def _random_token(match: re.Match[str], _text: str) -> bool:
-    value = span_value(match)
+def _random_token(view: View) -> bool:
+    value = view.value
     body = value.split("-", 1)[-1] if value.startswith("sk-") else value
     lower, upper, digit, _other = classes(body)
     return lower and upper and digit and not is_placeholder(value) and shannon_entropy(body) >= 3.5
 
 
-def _mixed_case(match: re.Match[str], _text: str) -> bool:
-    value = span_value(match)
+def _mixed_case(view: View) -> bool:
+    value = view.value
     lower, upper, _digit, _other = classes(value)
     return lower and upper and not is_placeholder(value)
 
 
-def _has_digit(match: re.Match[str], _text: str) -> bool:
-    value = span_value(match)
+def _has_digit(view: View) -> bool:
+    value = view.value
     return classes(value)[2] and not is_placeholder(value)
 
 
-def _bearer(match: re.Match[str], _text: str) -> bool:
-    return looks_like_secret(span_value(match), min_length=12, min_entropy=3.0)
+def _bearer(view: View) -> bool:
+    return looks_like_secret(view.value, min_length=12, min_entropy=3.0)
 
 
-def _basic_auth(match: re.Match[str], _text: str) -> bool:
-    value = span_value(match)
+def _basic_auth(view: View) -> bool:
+    value = view.value
     try:
         decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
@@ -68,144 +60,164 @@ def _basic_auth(match: re.Match[str], _text: str) -> bool:
     return bool(sep) and bool(password) and not is_placeholder(password)
 
 
-def _url_password(match: re.Match[str], _text: str) -> bool:
-    value = span_value(match)
-    return not is_placeholder(value) and value not in ("x-oauth-basic", "x-access-token")
-
-
-def _long_random(match: re.Match[str], _text: str) -> bool:
-    value = span_value(match)
+def _long_random(view: View) -> bool:
+    value = view.value
     return char_classes(value) >= 2 and shannon_entropy(value) >= 3.0 and not is_placeholder(value)
+
+
+def _at_most(length: int, validate: Validator = not_placeholder) -> Validator:
+    """``validate``, for spans of at most ``length`` characters (a longer run is not the documented token)."""
+
+    def check(view: View) -> bool:
+        return view.end - view.start <= length and validate(view)
+
+    return check
+
+
+def _pem_body(view: View) -> tuple[int, int] | None:
+    """The key body: up to ``-----END`` when the block has one, without the white space, ``\\n`` escapes
+    and separators around it (the pattern takes every character a body can hold, the END line included)."""
+    value = view.value
+    end_marker = value.find("-----END")
+    lo, hi = 0, end_marker if end_marker >= 0 else len(value)
+    while lo < hi:
+        if value[lo] in " \t\r\n:,.-":
+            lo += 1
+        elif value.startswith(("\\n", "\\r"), lo, hi):
+            lo += 2
+        else:
+            break
+    while hi > lo:
+        if value[hi - 1] in " \t\r\n\\":
+            hi -= 1
+        elif hi - lo >= 2 and value[hi - 2] == "\\" and value[hi - 1] in "nr":
+            hi -= 2
+        else:
+            break
+    return (view.start + lo, view.start + hi) if hi - lo >= 16 else None
 
 
 def _r(
     kind: str,
     label: str,
     pattern: str,
-    validate: Validator | None = _not_placeholder,
+    validate: Validator | None = not_placeholder,
     *,
     conf: float = 0.95,
-    anchors: tuple[str, ...] = (),
-    lower: bool = False,
-    window: tuple[int, int] = (0, 0),
-    boundary: bool = False,
     requires: tuple[str, ...] = (),
-    anchored: bool = False,
-    locate: Locator | None = None,
+    lower: bool = False,
+    boundary: bool = False,
+    left: str | None = None,
+    right: str | None = None,
+    refine: Refiner | None = None,
 ) -> Rule:
     return Rule(
         kind,
         "secret",
         label,
-        re.compile(pattern),
+        pattern,
         validate,
         conf,
-        anchors,
-        lower,
-        window,
-        boundary,
         requires,
-        anchored=anchored,
-        locate=locate,
+        lower,
+        boundary=boundary,
+        left=left,
+        right=right,
+        refine=refine,
     )
 
 
-def _prefixed(kind: str, label: str, pattern: str, validate: Validator | None = _not_placeholder) -> Rule:
-    """A token that starts with its literal prefix and stands alone (checked both sides)."""
-    prefix = re.match(r"[\w-]+", pattern)
-    requires = (prefix.group(0),) if prefix else ()
-    return _r(kind, label, pattern, validate, boundary=True, requires=requires)
+def _prefixed(kind: str, label: str, prefix: str, rest: str, validate: Validator | None = not_placeholder) -> Rule:
+    """A token that starts with its literal ``prefix`` and stands alone (checked on both sides)."""
+    return _r(kind, label, prefix + rest, validate, boundary=True, requires=(prefix.replace("\\", ""),))
 
 
 _GITLAB = r"gl(?:pat|oas|dt|rt|rtr|cbt|ptt|ft|imt|agent|soat|wt)-"
-_URL_SCHEME = (
-    r"(?i:\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|oracle|"
-    r"cockroachdb|clickhouse|cassandra|neo4j|couchdb|https?|ftps?|sftp|smtps?|ldaps?|ssh|git|svn|"
-    r"jdbc:[a-z]+)(?:\+[a-z0-9]+)?)"
-)
-_URL_REST = r"://[^\s:/@'\"<>]*:(?P<s>[^\s/'\"<>]+)@(?=[\w.\[-])"
-_URL_REST_RE = re.compile(_URL_REST)
-_URL_SCHEME_END = re.compile(_URL_SCHEME + r"\Z")
-
-
-def _url_start(text: str, hit: int, lo: int, hi: int) -> int:
-    """A URL password match runs through one ``://``: it starts at the leftmost scheme ending there."""
-    if _URL_REST_RE.match(text, hit, hi) is None:  # most URLs carry no ``user:password@``
-        return -1
-    scheme = _URL_SCHEME_END.search(text, lo, hit)
-    return scheme.start() if scheme else -1
-
-
-_PEM_CHARS = r"A-Za-z0-9+/=\s:,.\-"
-_TOKEN_WINDOW = (0, 4096)
 
 SECRET_RULES: tuple[Rule, ...] = (
     _r(
         "private_key",
         "PRIVATE_KEY",
-        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[nr])*"
-        # The key body, up to the last character before -----END or anything else that ends it. The lazy
-        # loop only stops where the body can end (at white space, a backslash, a dash): runs of other body
-        # characters are taken whole (possessively), so the end test does not run at every character.
-        rf"(?P<s>[A-Za-z0-9+/=](?:[A-Za-z0-9+/=:,.]++|[\s\\-])*?)(?:\s|\\[nr])*"
-        rf"(?=-----END|[^{_PEM_CHARS}\\]|\\[^nr]|\Z)",
-        lambda m, _t: len(span_value(m)) >= 16,
+        # Everything a key body can hold (base64, white space, ``\n`` escapes inside JSON strings, the
+        # ``Proc-Type:``/``DEK-Info:`` headers with their single dashes), up to a double dash (``-----END``).
+        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?P<s>(?:[A-Za-z0-9+/=:,.\s]|\\[nr]|-[A-Za-z0-9+/=:,.\s])*)",
+        None,
         conf=0.99,
         requires=("-----BEGIN",),
+        refine=_pem_body,
     ),
-    _prefixed("aws_access_key_id", "AWS_KEY", r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)[A-Z0-9]{16}"),
+    _r(
+        "aws_access_key_id",
+        "AWS_KEY",
+        r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|ROA|IPA|NPA|NVA|PKA)[A-Z0-9]{16}",
+        boundary=True,
+        requires=tuple(f"A{p}" for p in "KIA SIA BIA CCA GPA IDA ROA IPA NPA NVA PKA".split()),
+    ),
     _r(
         "aws_secret_access_key",
         "AWS_SECRET",
         r"(?i:aws_?secret_?(?:access_?)?key|secret_?access_?key|aws_?secret)[\"']?(?:\s*(?:[:=]|=>)\s*|[ \t]+)[\"']?"
-        r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+        r"(?P<s>[A-Za-z0-9/+]{40})",
         _long_random,
-        anchors=("secret",),
+        requires=("secret",),
         lower=True,
-        window=(12, 120),
+        right=r"[A-Za-z0-9/+=]",
     ),
-    _prefixed("gcp_api_key", "GCP_KEY", r"AIza[0-9A-Za-z_-]{35}"),
-    _prefixed("gcp_oauth_token", "GCP_TOKEN", r"ya29\.[0-9A-Za-z_-]{20,}"),
-    _r("gcp_refresh_token", "GCP_TOKEN", r"1//0(?<![\w/]1//0)[0-9A-Za-z_-]{40,}(?![\w-])", requires=("1//0",)),
-    _prefixed("gcp_client_secret", "GCP_SECRET", r"GOCSPX-[0-9A-Za-z_-]{28}"),
+    _prefixed("gcp_api_key", "GCP_KEY", "AIza", r"[0-9A-Za-z_-]{35}"),
+    _prefixed("gcp_oauth_token", "GCP_TOKEN", r"ya29\.", r"[0-9A-Za-z_-]{20,}"),
+    _r("gcp_refresh_token", "GCP_TOKEN", r"1//0[0-9A-Za-z_-]{40,}", requires=("1//0",), left=r"[\w/]", right=r"[\w-]"),
+    _prefixed("gcp_client_secret", "GCP_SECRET", "GOCSPX-", r"[0-9A-Za-z_-]{28}"),
     _r(
         "azure_storage_key",
         "AZURE_KEY",
         r"(?i:AccountKey|SharedAccessKey|azure_?storage_?(?:account_?)?key|primary_?key|master_?key)"
         r"[\"']?\s*[=:]\s*[\"']?(?P<s>[A-Za-z0-9+/]{40,}={0,2})",
         _long_random,
-        anchors=("accountkey", "sharedaccesskey", "storage", "primary", "master"),
-        lower=True,
-        window=(24, 300),
         requires=("key",),  # every name ends with it
+        lower=True,
     ),
     _r(
         "azure_sas_signature",
         "AZURE_SAS",
         r"[?&;](?i:sig)=(?P<s>[A-Za-z0-9%+/]{30,}(?:%3D|=){0,2})",
         _long_random,
-        anchors=("sig=",),
+        requires=("sig=",),
         lower=True,
-        window=(1, 300),
-        anchored=True,
     ),
     _r(
         "azure_client_secret",
         "AZURE_SECRET",
-        r"(?<![\w~.-])(?P<s>[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?![\w~.-])",
-        anchors=("Q~",),
-        window=(4, 40),
+        r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}",
+        requires=("Q~",),
+        left=r"[\w~.-]",
+        right=r"[\w~.-]",
     ),
-    _prefixed("anthropic_api_key", "ANTHROPIC_KEY", r"sk-ant-(?:api|admin|oat|sid)\d{2}-[A-Za-z0-9_-]{20,}"),
-    _prefixed("openai_api_key", "OPENAI_KEY", r"sk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_-]{20,}", _random_token),
-    _prefixed("huggingface_token", "HF_TOKEN", r"hf_[A-Za-z0-9]{30,40}", _mixed_case),
-    _prefixed("huggingface_token", "HF_TOKEN", r"api_org_[A-Za-z0-9]{30,40}", _mixed_case),
-    _prefixed("github_token", "GITHUB_TOKEN", r"gh[pousr]_[A-Za-z0-9]{36,251}"),
-    _prefixed("github_token", "GITHUB_TOKEN", r"github_pat_[A-Za-z0-9_]{60,251}"),
-    _prefixed("gitlab_token", "GITLAB_TOKEN", _GITLAB + r"[A-Za-z0-9_-]{20,}"),
-    _prefixed("gitlab_token", "GITLAB_TOKEN", r"GR1348941[A-Za-z0-9_-]{20,}"),
-    _prefixed("slack_token", "SLACK_TOKEN", r"xox[abposre]-[A-Za-z0-9-]{10,}", _has_digit),
-    _prefixed("slack_app_token", "SLACK_TOKEN", r"xapp-\d-[A-Z0-9]{8,}-\d{6,}-[A-Za-z0-9]{32,}"),
+    _prefixed("anthropic_api_key", "ANTHROPIC_KEY", "sk-ant-", r"(?:api|admin|oat|sid)\d{2}-[A-Za-z0-9_-]{20,}"),
+    _prefixed(
+        "openai_api_key", "OPENAI_KEY", "sk-", r"(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_-]{20,}", _random_token
+    ),
+    _prefixed("huggingface_token", "HF_TOKEN", "hf_", r"[A-Za-z0-9]{30,}", _at_most(43, _mixed_case)),
+    _prefixed("huggingface_token", "HF_TOKEN", "api_org_", r"[A-Za-z0-9]{30,}", _at_most(48, _mixed_case)),
+    _r(
+        "github_token",
+        "GITHUB_TOKEN",
+        r"gh[pousr]_[A-Za-z0-9]{36,}",
+        _at_most(255),
+        boundary=True,
+        requires=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    _prefixed("github_token", "GITHUB_TOKEN", "github_pat_", r"[A-Za-z0-9_]{60,}", _at_most(262)),
+    _r(
+        "gitlab_token",
+        "GITLAB_TOKEN",
+        _GITLAB + r"[A-Za-z0-9_-]{20,}",
+        boundary=True,
+        requires=tuple(f"gl{p}-" for p in "pat oas dt rt rtr cbt ptt ft imt agent soat wt".split()),
+    ),
+    _prefixed("gitlab_token", "GITLAB_TOKEN", "GR1348941", r"[A-Za-z0-9_-]{20,}"),
+    _r("slack_token", "SLACK_TOKEN", r"xox[abposre]-[A-Za-z0-9-]{10,}", _has_digit, boundary=True, requires=("xox",)),
+    _prefixed("slack_app_token", "SLACK_TOKEN", "xapp-", r"\d-[A-Z0-9]{8,}-\d{6,}-[A-Za-z0-9]{32,}"),
     _r(
         "slack_webhook",
         "SLACK_WEBHOOK",
@@ -215,63 +227,49 @@ SECRET_RULES: tuple[Rule, ...] = (
     _r(
         "stripe_key",
         "STRIPE_KEY",
-        r"(?<![\w-])(?P<s>(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,247}|whsec_[A-Za-z0-9+/=]{24,})(?![\w-])",
-        anchors=("_live_", "_test_", "whsec_"),
-        window=(2, 260),
+        r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9+/=]{24,}",
+        _at_most(255),
+        boundary=True,
+        requires=("_live_", "_test_", "whsec_"),
     ),
-    _prefixed("twilio_api_key", "TWILIO_KEY", r"SK[0-9a-f]{32}"),
-    _prefixed("sendgrid_api_key", "SENDGRID_KEY", r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
-    _prefixed("npm_token", "NPM_TOKEN", r"npm_[A-Za-z0-9]{36}"),
+    _prefixed("twilio_api_key", "TWILIO_KEY", "SK", r"[0-9a-f]{32}"),
+    _prefixed("sendgrid_api_key", "SENDGRID_KEY", r"SG\.", r"[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    _prefixed("npm_token", "NPM_TOKEN", "npm_", r"[A-Za-z0-9]{36}"),
     _r(
         "npm_auth_token",
         "NPM_TOKEN",
         r"_(?i:authToken|auth)\s*=\s*[\"']?(?P<s>[^\s\"']{8,})",
-        anchors=("_auth",),
+        requires=("_auth",),
         lower=True,
-        window=(0, 600),
-        anchored=True,
     ),
-    _prefixed("pypi_token", "PYPI_TOKEN", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
-    _prefixed("dockerhub_token", "DOCKER_TOKEN", r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}"),
+    _prefixed("pypi_token", "PYPI_TOKEN", "pypi-AgE", r"[A-Za-z0-9_-]{50,}"),
+    _r("dockerhub_token", "DOCKER_TOKEN", r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}", boundary=True, requires=("dckr_",)),
     _r(
         "jwt",
         "JWT",
-        # the left boundary is checked after the literal ``ey``, so the window is scanned for ``ey`` first
-        r"(?P<s>ey(?<![\w-]ey)[A-Za-z0-9_-]{8,}\.ey[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2})(?![\w-])",
+        r"ey[JA][A-Za-z0-9_-]{7,}\.ey[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2}",
         conf=0.9,
-        anchors=("eyJ", "eyA"),
-        window=(0, 16384),
+        boundary=True,
+        requires=("eyJ", "eyA"),
     ),
     _r(
         "bearer_token",
         "TOKEN",
-        r"(?i:\bbearer)\s+(?P<s>[A-Za-z0-9\-._~+/]{12,}=*)(?![\w\-.~+/])",
+        r"(?i:\bbearer)\s+(?P<s>[A-Za-z0-9._~+/-]{12,}=*)",
         _bearer,
         conf=0.85,
-        anchors=("bearer",),
+        requires=("bearer",),
         lower=True,
-        window=_TOKEN_WINDOW,
-        anchored=True,
+        right=r"[\w.~+/-]",
     ),
     _r(
         "basic_auth",
         "BASIC_AUTH",
-        r"(?i:\bbasic)\s+(?P<s>[A-Za-z0-9+/]{6,}={0,2})(?![\w+/=])",
+        r"(?i:\bbasic)\s+(?P<s>[A-Za-z0-9+/]{6,}={0,2})",
         _basic_auth,
-        anchors=("basic",),
+        requires=("basic",),
         lower=True,
-        window=_TOKEN_WINDOW,
-        anchored=True,
-    ),
-    _r(
-        "url_password",
-        "PASSWORD",
-        _URL_SCHEME + _URL_REST,
-        _url_password,
-        anchors=("://",),
-        window=(24, 600),
-        anchored=True,
-        locate=_url_start,
+        right=r"[\w+/=]",
     ),
 )
 """Provider formats (public facts) in priority order: a later rule loses ties of the same span."""

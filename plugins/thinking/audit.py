@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 import anyio
 import structlog
 
-from gateway.api import JUDGE, GatewayError, Judge, JudgeRequest, JudgeResult, ReviewFile
+from gateway.api import JUDGE, GatewayError, Judge, JudgeRequest, JudgeResult, ReviewFile, off_loop
 from gateway_plugins.thinking import diffs, git
 from gateway_plugins.thinking.combine import Combined, combine
 from gateway_plugins.thinking.config import ThinkingConfig
@@ -66,7 +67,7 @@ class Auditor:
         proposal = await self._first_proposal(first, warnings)
         best, iterations, best_cycle = await self._improve(judges, base, session, first, warnings)
         if best is not first:
-            proposal = _cumulative_diff(first.files, best.files)
+            proposal = await self._cumulative_diff(first.files, best.files, warnings)
         overall = first.combined.overall  # None: no judge could score
         review = GanReview(
             overall=overall if overall is not None else 0,
@@ -175,7 +176,7 @@ class Auditor:
                 usable.append(result.proposed_diff)
         if len(usable) <= 1:
             return usable[0] if usable else None
-        return _cumulative_diff(first.files, files)
+        return await self._cumulative_diff(first.files, files, warnings)
 
     async def _candidates(self, best: _Round, warnings: list[str]) -> list[tuple[ReviewFile, ...]]:
         """The candidate file sets: all judges' diffs applied in turn, then each judge's diff alone."""
@@ -198,7 +199,7 @@ class Auditor:
     ) -> tuple[ReviewFile, ...] | None:
         """``files`` with a judge's ``diff`` applied in memory, or ``None`` (with a warning) when it may not or
         does not apply: it must touch only workspace files under review, by plain relative paths."""
-        patches = diffs.parse(diff)
+        patches = await off_loop(partial(diffs.parse, diff), size=len(diff))
         editable = {f.path: f for f in files if f.origin == "workspace" and not f.fragment and not f.truncated}
         problems = diffs.patch_problems(patches)
         problems += [f"{p}: not a reviewed workspace file" for p in diffs.touched_paths(patches) if p not in editable]
@@ -209,20 +210,41 @@ class Auditor:
         touched = {path: editable[path].content for path in diffs.touched_paths(patches)}
         try:
             patched = await git.apply_in_memory(touched, diff, time_limit=timeout)
+            if patched is None:
+                warnings.append(f"{judge}: proposed diff ignored (it does not apply to the reviewed files)")
+                return None
+            return tuple([await self._updated(f, patched[f.path]) if f.path in touched else f for f in files])
         except git.GitError as error:
             warnings.append(f"{judge}: proposed diff not checked ({error})")
             return None
-        if patched is None:
-            warnings.append(f"{judge}: proposed diff ignored (it does not apply to the reviewed files)")
+
+    async def _updated(self, file: ReviewFile, content: str) -> ReviewFile:
+        """``file`` with new ``content``; its changed lines follow the change (lines the change adds join)."""
+        text = await git.diff(file.path, file.content, content, time_limit=self._config.limits.git_timeout_seconds)
+        patch = next(iter(await off_loop(partial(diffs.parse, text), size=len(text))), None)
+        return replace(file, content=content, changed_lines=diffs.carry_lines(patch, file.changed_lines))
+
+    async def _cumulative_diff(
+        self, original: Sequence[ReviewFile], final: Sequence[ReviewFile], warnings: list[str]
+    ) -> str | None:
+        """The diff from the reviewed workspace files to their ``final`` versions (``None`` when none changed)."""
+        before = {f.path: f.content for f in original if f.origin == "workspace"}
+        timeout = self._config.limits.git_timeout_seconds
+        try:
+            parts = [
+                await git.diff(f.path, before[f.path], f.content, time_limit=timeout) for f in final if f.path in before
+            ]
+        except git.GitError as error:
+            warnings.append(f"proposed diff not written ({error})")
             return None
-        return tuple(_updated(f, patched[f.path]) if f.path in touched else f for f in files)
+        return "".join(parts) or None
 
     async def _apply(self, diff: str | None, context: AuditContext, warnings: list[str]) -> list[str]:
         """Apply ``diff`` to the workspace when it is safe and applies cleanly; the paths changed."""
         if not diff:
             warnings.append("applyFixes: there is no proposed diff to apply")
             return []
-        patches = diffs.parse(diff)
+        patches = await off_loop(partial(diffs.parse, diff), size=len(diff))
         problems = diffs.patch_problems(patches)
         for path in diffs.touched_paths(patches):
             try:
@@ -251,13 +273,3 @@ class Auditor:
 
 def _score(round_: _Round) -> int:
     return -1 if round_.combined.overall is None else round_.combined.overall
-
-
-def _updated(file: ReviewFile, content: str) -> ReviewFile:
-    return replace(file, content=content, changed_lines=diffs.remap_lines(file.content, content, file.changed_lines))
-
-
-def _cumulative_diff(original: Sequence[ReviewFile], final: Sequence[ReviewFile]) -> str | None:
-    before = {f.path: f.content for f in original if f.origin == "workspace"}
-    text = "".join(diffs.unified_diff(f.path, before[f.path], f.content) for f in final if f.path in before)
-    return text or None

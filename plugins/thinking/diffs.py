@@ -1,9 +1,9 @@
 """Unified diffs: parsing (git and traditional headers, quoted paths), changed lines, writing, and the path
-checks a patch must pass before it may touch the workspace."""
+checks a patch must pass before it may touch the workspace. Diffs between two versions of a file come from git
+(:func:`gateway_plugins.thinking.git.diff`)."""
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
@@ -202,16 +202,6 @@ def patch_problems(patches: list[FilePatch]) -> list[str]:
     return problems
 
 
-def unified_diff(path: str, old: str, new: str) -> str:
-    """A git-style diff of one file (``""`` when equal), with ``\\ No newline at end of file`` markers."""
-    if old == new:
-        return ""
-    body = difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}", n=3)
-    out = [f"diff --git a/{path} b/{path}\n"]
-    out += [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in body]
-    return "".join(out)
-
-
 def new_file_diff(path: str, content: str) -> str:
     """The diff that creates ``path`` with ``content`` (how untracked files enter the reviewed diff)."""
     lines = content.splitlines(True)
@@ -222,15 +212,38 @@ def new_file_diff(path: str, content: str) -> str:
     return header + f"@@ -0,0 +1,{len(lines)} @@\n" + "".join("+" + line for line in body)
 
 
-def remap_lines(old: str, new: str, lines: frozenset[int] | None) -> frozenset[int] | None:
-    """Carry a set of lines of ``old`` over to ``new``; lines ``new`` inserted or replaced are added."""
-    if lines is None:
-        return None
-    matcher = difflib.SequenceMatcher(a=old.splitlines(), b=new.splitlines(), autojunk=False)
+def carry_lines(patch: FilePatch | None, lines: frozenset[int] | None) -> frozenset[int] | None:
+    """Carry a set of lines of a file over to its new version, through ``patch`` (the diff between the two, or
+    ``None`` when they are equal): lines it deletes go, lines it adds join. ``None`` (every line) stays ``None``.
+
+    Linear in the patch and the set (a sequence matcher, which would find the same alignment, is cubic on a
+    file of repeated lines: 30 s for 2,000 lines).
+    """
+    if lines is None or patch is None:
+        return lines
     carried: set[int] = set()
-    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
-        if tag == "equal":
-            carried.update(b1 + (line - 1 - a1) + 1 for line in lines if a1 < line <= a2)
-        elif tag in ("replace", "insert"):
-            carried.update(range(b1 + 1, b2 + 1))
+    wanted = sorted(lines)
+    index = 0  # into ``wanted``
+    old_line = new_line = 1  # the first line after the previous hunk, in each version
+    for hunk in patch.hunks:
+        start = hunk.old_start if hunk.old_length else hunk.old_start + 1
+        shift = (hunk.new_start if hunk.new_length else hunk.new_start + 1) - start
+        while index < len(wanted) and wanted[index] < start:  # unchanged lines before the hunk
+            carried.add(wanted[index] + shift)
+            index += 1
+        old_line, new_line = start, start + shift
+        for text in hunk.lines:
+            if text.startswith(" "):
+                if index < len(wanted) and wanted[index] == old_line:
+                    carried.add(new_line)
+                    index += 1
+                old_line, new_line = old_line + 1, new_line + 1
+            elif text.startswith("-"):
+                if index < len(wanted) and wanted[index] == old_line:
+                    index += 1
+                old_line += 1
+            elif text.startswith("+"):
+                carried.add(new_line)
+                new_line += 1
+    carried.update(line + new_line - old_line for line in wanted[index:])
     return frozenset(carried)

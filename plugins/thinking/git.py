@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -130,14 +133,39 @@ async def apply_in_memory(
 ) -> dict[str, str] | None:
     """``files`` (path → content) with ``diff`` applied by ``git apply`` in a scratch directory, or ``None`` when
     it does not apply cleanly. Paths must already be checked (:func:`diffs.path_problem`)."""
-    with tempfile.TemporaryDirectory(prefix="gan-apply-") as scratch:
-        base = Path(scratch)
+    async with _scratch("gan-apply-") as base:
         await anyio.to_thread.run_sync(_write_tree, base, files)
         args = ["apply", "--whitespace=nowarn", *(["--reverse"] if reverse else []), "-"]
         result = await git(*args, cwd=base, time_limit=time_limit, stdin=diff.encode("utf-8"), ceiling=base.parent)
         if result.returncode != 0:
             return None
         return await anyio.to_thread.run_sync(_read_tree, base)
+
+
+async def diff(path: str, old: str, new: str, *, time_limit: float) -> str:
+    """The diff from ``old`` to ``new`` as ``path`` (``""`` when equal), written by ``git diff --no-index``: the
+    ``a/``/``b/`` headers ``git apply`` reads, three lines of context. git's diff stays fast on files of repeated
+    lines, where :mod:`difflib` takes cubic time (40 s for 8,000 lines)."""
+    if old == new:
+        return ""
+    async with _scratch("gan-diff-") as base:
+        await anyio.to_thread.run_sync(_write_tree, base, {f"a/{path}": old, f"b/{path}": new})
+        args = ["diff", "--no-index", "--no-prefix", "--no-color", "--no-ext-diff", "--no-textconv", "-U3"]
+        result = await git(*args, "--", f"a/{path}", f"b/{path}", cwd=base, time_limit=time_limit, ceiling=base.parent)
+    if result.returncode not in (0, 1):  # 1: the files differ
+        raise GitError(result.stderr or f"git diff exited with {result.returncode}")
+    return result.stdout.decode("utf-8", "surrogateescape")
+
+
+@asynccontextmanager
+async def _scratch(prefix: str) -> AsyncIterator[Path]:
+    """A temporary directory, created and removed in a worker thread (removing a tree of large files is I/O)."""
+    directory = await anyio.to_thread.run_sync(partial(tempfile.TemporaryDirectory, prefix=prefix))
+    try:
+        yield Path(directory.name)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(directory.cleanup)
 
 
 def _write_tree(base: Path, files: dict[str, str]) -> None:

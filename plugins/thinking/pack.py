@@ -5,11 +5,21 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import structlog
 
-from gateway.api import CallContext, PackContext, Tool, ToolAnnotations, ToolError, ToolPack, ValidationFailed
+from gateway.api import (
+    CallContext,
+    PackContext,
+    Tool,
+    ToolAnnotations,
+    ToolError,
+    ToolPack,
+    ValidationFailed,
+    off_loop,
+)
 from gateway_plugins.thinking import session_config
 from gateway_plugins.thinking.audit import Auditor
 from gateway_plugins.thinking.config import LOGGING_ENV, ThinkingConfig
@@ -151,11 +161,13 @@ class ThinkingPack(ToolPack):
             branches=history.branch_ids(),
             thoughtHistoryLength=len(history.thoughts),
         )
-        trigger = audit_trigger(args.thought) if self._auditor is not None else None
-        if trigger is None or self._auditor is None:
+        if self._auditor is None:
             return result
+        plan = await off_loop(partial(self._plan, args.thought), size=len(args.thought))
+        if plan is None:
+            return result
+        trigger, config, warnings = plan
         session_id = args.branchId or f"gan-{uuid.uuid4().hex[:12]}"
-        config, warnings = self._session_config(args.thought)
         gan = await self._auditor.audit(args.thought, config, warnings)
         self._remember(ctx.principal.key, session_id, gan)
         result.sessionId = session_id
@@ -171,6 +183,14 @@ class ThinkingPack(ToolPack):
             overall=gan.overall,
         )
         return result
+
+    def _plan(self, thought: str) -> tuple[str, session_config.SessionConfig, list[str]] | None:
+        """Why ``thought`` is audited and with which settings, or ``None`` (a pass over the whole thought: it runs
+        in a worker thread when the thought is long)."""
+        trigger = audit_trigger(thought)
+        if trigger is None:
+            return None
+        return (trigger, *self._session_config(thought))
 
     def _session_config(self, thought: str) -> tuple[session_config.SessionConfig, list[str]]:
         config, warnings = self._config.defaults, []

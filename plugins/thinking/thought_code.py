@@ -11,10 +11,11 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 import anyio.to_thread
 
-from gateway.api import ReviewFile
+from gateway.api import PROCESS_CHARS, ReviewFile, off_loop
 from gateway_plugins.thinking import diffs, git
 from gateway_plugins.thinking.triggers import fenced_blocks, has_diff_markers, looks_like_code, outside_fences
 from gateway_plugins.thinking.workspace import PathRefused, Workspace
@@ -28,7 +29,9 @@ _SUFFIX = {
     "toml": ".toml",
 }  # fmt: skip
 _DIFF_LANGUAGES = {"diff", "patch", "udiff"}
-_PYTHON_HINT = re.compile(r"^\s*(def|class|import|from|async def)\s", re.MULTILINE)
+_PYTHON_HINT = re.compile(r"^[^\S\n]*(def|class|import|from|async def)\s", re.MULTILINE)
+"""A line starting with a Python keyword. The indent may not run on over line ends: from every line start of a
+long blank stretch, ``\\s*`` would rescan the rest of it."""
 
 
 @dataclass
@@ -44,7 +47,7 @@ def _guess_suffix(text: str) -> str:
     if _PYTHON_HINT.search(text):
         try:
             ast.parse(text)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError):
             return ".txt"
         return ".py"
     return ".txt"
@@ -64,10 +67,21 @@ def render_patch(patch: diffs.FilePatch) -> str:
 async def extract(thought: str, workspace: Workspace | None, *, time_limit: float) -> ThoughtCode:
     """The reviewable code of ``thought``."""
     found = ThoughtCode()
+    files, patches = await off_loop(partial(_scan, thought), size=len(thought), process_from=PROCESS_CHARS)
+    found.files += files
+    for patch in patches:
+        await _resolve(patch, workspace, found, time_limit)
+    return found
+
+
+def _scan(thought: str) -> tuple[list[ReviewFile], list[diffs.FilePatch]]:
+    """The code blocks of ``thought`` as files, and its diffs: passes over the whole thought, and ``ast.parse`` to
+    tell Python from text, so it runs in a worker thread when the thought is long, in a worker process when
+    ``ast.parse`` could keep the GIL for long."""
+    files: list[ReviewFile] = []
     diff_texts: list[str] = []
-    blocks = fenced_blocks(thought)
     number = 0
-    for block in blocks:
+    for block in fenced_blocks(thought):
         language = block.language
         if language == "gan-config" or not block.body.strip():
             continue
@@ -76,16 +90,13 @@ async def extract(thought: str, workspace: Workspace | None, *, time_limit: floa
             continue
         number += 1
         suffix = _SUFFIX.get(language) or _guess_suffix(block.body)
-        found.files.append(ReviewFile(path=f"thought/block-{number}{suffix}", content=block.body, origin="thought"))
+        files.append(ReviewFile(path=f"thought/block-{number}{suffix}", content=block.body, origin="thought"))
     prose = outside_fences(thought)
     if has_diff_markers(prose):
         diff_texts.append(prose)
-    elif not found.files and not diff_texts and looks_like_code(prose):
-        found.files.append(ReviewFile(path=f"thought/thought{_guess_suffix(prose)}", content=prose, origin="thought"))
-    for text in diff_texts:
-        for patch in diffs.parse(text):
-            await _resolve(patch, workspace, found, time_limit)
-    return found
+    elif not files and not diff_texts and looks_like_code(prose):
+        files.append(ReviewFile(path=f"thought/thought{_guess_suffix(prose)}", content=prose, origin="thought"))
+    return files, [patch for text in diff_texts for patch in diffs.parse(text)]
 
 
 async def _resolve(patch: diffs.FilePatch, workspace: Workspace | None, found: ThoughtCode, time_limit: float) -> None:

@@ -13,24 +13,29 @@ otherwise at least two different *weak* signals on at least two lines (compariso
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-_FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
+_FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}+|~{3,}+)(?P<info>[^`\n]*)$")
+"""Possessive: giving fence characters back to the info string can never help (``~~~...~``` would be quadratic)."""
 
 DIFF_HEADER = re.compile(r"^diff --git \S", re.MULTILINE)
 HUNK_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.MULTILINE)
 _FILE_HEADERS = re.compile(r"^--- \S.*\n\+\+\+ \S", re.MULTILINE)
 
+# Each pattern runs on every line of a thought of up to ``max_thought_chars``: none lets two quantifiers share the
+# same characters (``\s*;?\s*``, ``\.*[\w.]*``), which would cost the square of a long blank or dotted run.
+# tests/plugins/thinking/test_triggers_linear.py checks them against the forms they replaced.
 _STRONG = [
     re.compile(p)
     for p in (
         r"^\s*(async\s+)?def\s+\w+\s*\(",
-        r"^\s*class\s+\w+\s*(\(|:|\{|\s+extends\s|\s+implements\s)",
-        r"^\s*from\s+\.*[\w.]*\s+import\s+(\w+|\(|\*)",
-        r"^\s*import\s+[\w.]+(\s+as\s+\w+)?\s*;?\s*$",
-        r"^\s*import\s+.+\s+from\s+['\"]",
+        r"^\s*class\s+\w+(\s*[(:{]|\s+(extends|implements)\s)",
+        r"^\s*from(\s+[\w.]++\s+|\s\s+)import\s+(\w+|\(|\*)",
+        r"^\s*import\s+[\w.]++(\s+as\s+\w+)?\s*(;\s*)?$",
+        r"^\s*import\s.+\sfrom\s+['\"]",
         r"^\s*#include\s*[<\"]",
-        r"^\s*(export\s+)?(async\s+)?function\s*\*?\s*\w*\s*\(",
+        r"^\s*(export\s+)?(async\s+)?function\s*(\*\s*)?(\w+\s*)?\(",
         r"^\s*(export\s+)?(const|let|var)\s+\w+\s*(:\s*[\w<>\[\]]+\s*)?=",
         r"^\s*(pub\s+)?fn\s+\w+\s*[<(]",
         r"^\s*func\s+(\(\w+\s+\*?\w+\)\s*)?\w+\s*\(",
@@ -41,19 +46,28 @@ _STRONG = [
         r"^\s*(SELECT|INSERT|UPDATE|DELETE)\s.+\s(FROM|INTO|SET|WHERE)\s",
         r"^\s*[\w.\[\]]+\s*\(.*\)\s*;\s*$",
         r"\b(console\.log|System\.out\.println|printf|fmt\.Println)\s*\(",
-        r"^\s*(try|except\b.*|finally|else)\s*:\s*$",
+        r"^\s*((try|finally|else)\s*|except\b.*):\s*$",
         r"=>\s*\{",
     )
 ]
-_WEAK = {
-    "comparison": re.compile(r"[\w)\]]\s*(==|!=|<=|>=|===|!==)\s*[\w(\"'\[-]"),
-    "logic": re.compile(r"&&|\|\|"),
-    "call": re.compile(r"\b[A-Za-z_]\w*(\.\w+)*\([^()\s]*\)"),
-    "block-end": re.compile(r"[{};]\s*$"),
-    "python-block": re.compile(r"^\s*(if|elif|for|while|with)\s+.+:\s*$"),
-    "assignment": re.compile(r"^\s*[A-Za-z_][\w.]*(\[[^\]]*\])?\s*[+\-*/]?=\s*[\w\"'\[{(]"),
-    "attribute": re.compile(r"\b[a-z_]\w*\.[a-z_]\w*\.[a-z_]\w*\b"),
-    "indented": re.compile(r"^(    |\t)+\S"),
+_CHAIN = re.compile(r"\b[A-Za-z_]\w*+(?:\.\w++)*+(?P<call>\([^()\s]*\))?")
+
+
+def _has_call(line: str) -> bool:
+    """``name(arg)`` or ``a.b.c()`` somewhere in ``line``. Each dotted name is matched once, whole, whether a call
+    follows or not: searching for ``name(`` alone would rescan a long ``a.b.c.d...`` from each of its names."""
+    return any(match["call"] for match in _CHAIN.finditer(line))
+
+
+_WEAK: dict[str, Callable[[str], object]] = {
+    "comparison": re.compile(r"[\w)\]]\s*(==|!=|<=|>=|===|!==)\s*[\w(\"'\[-]").search,
+    "logic": re.compile(r"&&|\|\|").search,
+    "call": _has_call,
+    "block-end": re.compile(r"[{};]\s*$").search,
+    "python-block": re.compile(r"^\s*(if|elif|for|while|with)\s.+:\s*$").search,
+    "assignment": re.compile(r"^\s*[A-Za-z_][\w.]*(\[[^\]]*\])?\s*[+\-*/]?=\s*[\w\"'\[{(]").search,
+    "attribute": re.compile(r"\b[a-z_]\w*\.[a-z_]\w*\.[a-z_]\w*\b").search,
+    "indented": re.compile(r"^(    |\t)+\S").search,
 }
 
 
@@ -119,7 +133,7 @@ def looks_like_code(text: str) -> bool:
             continue
         if any(pattern.search(line) for pattern in _STRONG):
             return True
-        kinds = {name for name, pattern in _WEAK.items() if pattern.search(line)}
+        kinds = {name for name, found in _WEAK.items() if found(line)}
         if kinds:
             weak_kinds |= kinds
             weak_lines += 1

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pluggy
 import pytest
 
+from gateway import sanitization
 from gateway.api import (
+    OFF_LOOP_CHARS,
     PROJECT_NAME,
     FieldKind,
     Finding,
@@ -21,6 +25,7 @@ from gateway.sanitization import SanitizationPipeline
 from gateway_plugins.sanitizers import plugin as sanitizers_plugin
 from gateway_plugins.sanitizers.contextual import ContextualSanitizer
 from gateway_plugins.sanitizers.patterns import PatternSanitizer
+from tests.holding import PATIENCE, in_event_loop
 
 E, C, F = FieldKind.ERROR_MESSAGE, FieldKind.CODE, FieldKind.FREE_TEXT
 
@@ -70,7 +75,7 @@ def test_fields_share_placeholders_and_keep_context() -> None:
         },
     )
     assert not report.refused and report.confidence == 1.0
-    assert report.fields["error_message"] == 'File "/home/<PATH_USER_1>/app/main.py", line 42: mail <EMAIL_1> failed'
+    assert report.fields["error_message"] == 'File "<PATH_1>/main.py", line 42: mail <EMAIL_1> failed'
     assert report.fields["code_snippet"] == 'ADMIN = "<EMAIL_1>"  # or <EMAIL_2>'
     assert report.fields["context"] == "asked <EMAIL_2>; numpy 1.26.4 on localhost:8000"
     assert len(report.findings) == 5 and set(report.findings_by_field) == {"error_message", "code_snippet", "context"}
@@ -138,3 +143,89 @@ def test_from_config_uses_registered_providers(tmp_path: Path) -> None:
 def test_placeholder_map_is_per_submission() -> None:
     first = PlaceholderMap()
     assert first.placeholder("EMAIL", "a@b.io") == "<EMAIL_1>"
+
+
+class Recording:
+    """An offline layer (it has a synchronous form) that notes which thread runs it, and can be held there."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bool]] = []
+        self.hold: threading.Event | None = None
+
+    async def sanitize(self, text, *, kind, placeholders):
+        self.calls.append(("sanitize", in_event_loop()))
+        return SanitizedText(text, [])
+
+    def sanitize_sync(self, text, *, placeholders):
+        self.calls.append(("sanitize_sync", in_event_loop()))
+        if self.hold is not None:
+            assert self.hold.wait(PATIENCE), "nothing released the layer: the event loop was blocked"
+        return SanitizedText(text, [])
+
+
+class Networked:
+    """A layer without a synchronous form (it would wait on the network): always awaited on the loop."""
+
+    name = "networked"
+
+    def __init__(self) -> None:
+        self.on_loop: list[bool] = []
+
+    async def sanitize(self, text, *, kind, placeholders):
+        self.on_loop.append(in_event_loop())
+        return SanitizedText(text, [])
+
+
+def test_long_texts_go_to_a_worker_thread_and_short_ones_stay_on_the_loop() -> None:
+    layer, remote = Recording(), Networked()
+    chain = SanitizationPipeline({E: [layer, remote]}, query_layers=[layer], verifier=layer)
+    long, short = "x" * OFF_LOOP_CHARS, "x" * (OFF_LOOP_CHARS - 1)
+    report = anyio.run(chain.sanitize_fields, {"long": (long, E), "short": (short, E)})
+    assert report.fields == {"long": long, "short": short}
+    # long: the layer, then the verifier's re-scan, in a thread; short: both on the loop
+    assert layer.calls == [("sanitize_sync", False)] * 2 + [("sanitize", True)] * 2
+    assert remote.on_loop == [True, True]
+    layer.calls.clear()
+    assert anyio.run(chain.sanitize_query, long) == long and layer.calls == [("sanitize_sync", False)]
+
+
+def test_other_tasks_run_while_a_long_text_is_sanitized() -> None:
+    layer = Recording()
+    layer.hold = threading.Event()
+    chain = SanitizationPipeline({E: [layer]}, query_layers=[layer], verifier=layer)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(chain.sanitize_query, "x" * 100_000)
+            await anyio.sleep(0.01)  # the query is in its worker thread, held there; the loop is free
+            layer.hold.set()
+
+    anyio.run(main)
+    assert layer.calls == [("sanitize_sync", False)]
+
+
+def test_many_short_fields_let_other_tasks_run_between_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sanitization, "SLICE_SECONDS", 0.0)
+    chain = pipeline()
+    fields = {f"f{n}": (f"value {n} of a short field", F) for n in range(50)}
+    turns = 0
+
+    async def main() -> None:
+        nonlocal turns
+        finished = anyio.Event()
+
+        async def other() -> None:
+            nonlocal turns
+            while not finished.is_set():
+                turns += 1
+                await anyio.lowlevel.checkpoint()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(other)
+            await chain.sanitize_fields(fields)
+            finished.set()
+
+    anyio.run(main)
+    assert turns > 50, "the other task got a turn between the fields' layers"

@@ -73,8 +73,13 @@ class BM25Field:
             self._live -= 1
 
     def document_frequency(self, token: str) -> int:
+        """Live documents holding ``token`` (a removed document's postings stay as tombstones: counting them would
+        make a term common to every re-indexed file look ever more common, until its idf went negative)."""
         postings = self._postings.get(token)
-        return len(postings.rows) if postings is not None else 0
+        if postings is None:
+            return 0
+        rows = np.frombuffer(postings.rows, dtype=np.intp)
+        return int(np.count_nonzero(np.frombuffer(self._alive, dtype=np.float32)[rows]))
 
     def idf(self, token: str) -> float:
         df = self.document_frequency(token)

@@ -19,6 +19,9 @@ each contributes. The stages, in order:
 6. **dense**: cosine similarity from the embedder chain, added with a weight.
 7. **graph**: the active file, and the files it imports or that import it, are boosted; the active file more when
    the question points at it ("how is X done here?", "in this module").
+8. **work context**: the tickets being worked on (``work_context.open_ticket_ids``, the ticket in ``git_branch``),
+   the documents that mention them and the files their pull requests changed are boosted (the caller finds them:
+   :func:`gateway_plugins.context.links.work_context_boosts`).
 
 Files are ranked by their best chunk, plus a small bonus for a second good chunk (a file that answers in several
 places is more likely the answer).
@@ -74,6 +77,10 @@ class RankingOptions:
     neighbour_boost: float = 0.25
     second_chunk_bonus: float = 0.15
     candidates: int = 400
+    ticket_boost: float = 0.5
+    """Tickets being worked on, and the pull requests and discussions that mention them."""
+    linked_file_boost: float = 0.3
+    """Files changed by the pull requests of the tickets being worked on."""
 
 
 @dataclass(frozen=True)
@@ -147,9 +154,11 @@ class Ranker:
         active_file: int | None = None,
         dense: Mapping[int, float] | None = None,
         lexical: np.ndarray | None = None,
+        boost_files: Mapping[int, float] | None = None,
     ) -> list[RankedChunk]:
         """The best ``limit`` chunks. ``allowed`` masks rows (filters, tenancy); ``active_file`` is a file row;
-        ``dense`` maps rows to cosine similarities; ``lexical``: :meth:`lexical` of this query, if already made."""
+        ``dense`` maps rows to cosine similarities; ``lexical``: :meth:`lexical` of this query, if already made;
+        ``boost_files``: file rows -> a factor for their chunks (the work context)."""
         index, opts = self.index, self.options
         if index.size == 0:
             return []
@@ -172,6 +181,8 @@ class Ranker:
             self._priors(query, score)
         if opts.graph and active_file is not None:
             self._graph_boost(active_file, score, points_here=bool(_POINTS_HERE.search(query)))
+        for file_row, factor in (boost_files or {}).items():
+            score[self.index.files[file_row].rows] *= factor
         return self._top(score, limit)
 
     def _candidates(self, score: np.ndarray, k: int) -> np.ndarray:

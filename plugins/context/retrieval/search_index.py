@@ -59,9 +59,10 @@ class FileEntry:
     is_doc: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.is_test = paths.is_test(self.path)
-        self.is_example = paths.is_example(self.path)
-        self.is_doc = paths.is_doc(self.path)
+        hosted = self.source_type != "file"  # an issue or a thread is the content itself, not a repository's prose
+        self.is_test = not hosted and paths.is_test(self.path)
+        self.is_example = not hosted and paths.is_example(self.path)
+        self.is_doc = not hosted and paths.is_doc(self.path)
 
 
 def symbol_tokens(symbol: str | None) -> list[str]:

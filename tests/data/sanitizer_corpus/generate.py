@@ -4,10 +4,15 @@
 Run ``python tests/data/sanitizer_corpus/generate.py`` (deterministic: seed 20240611). Values follow public
 formats with random content (made up, never real). Each sample puts a value into one of several realistic
 contexts (tracebacks, logs, config files, shell sessions, code, prose) and most are wrapped in unrelated
-surrounding lines, so no rule can win by matching the corpus' own scaffolding. ``hard_cases.jsonl`` beside
-this file holds hand-written cases and is not generated.
+surrounding lines, so no rule can win by matching the corpus' own scaffolding. ``positives.py`` adds what
+issue 15 found reaching storage (unlabelled tokens, key material, URL passwords with reserved characters,
+private addresses, e-mails at any domain, project paths, internal hosts, deployed stack traces);
+``negatives.py`` and ``traces.py`` the secret-free look-alikes. ``hard_cases.jsonl`` beside this file holds
+hand-written cases and is not generated.
 
-A record: ``{"id", "label": "positive"|"negative", "category", "text", "secrets": [...]}``.
+A record: ``{"id", "label": "positive"|"negative", "category", "text", "secrets": [...], "keep": [...]}``:
+``secrets`` must be gone from the output, ``keep`` must still be in it (the library part of a path, a
+file name, a hex address); a negative must come out unchanged.
 """
 
 from __future__ import annotations
@@ -42,8 +47,11 @@ from values import (
 )
 
 SEED = 20240611
-PER_POSITIVE = 14
-PER_NEGATIVE = 20
+PER_POSITIVE = 40
+PER_NEGATIVE = 50
+PER_RESERVED_CHARACTER = 4
+NEGATIVE_WEIGHTS = {"stack_traces": 8, "identifiers": 2, "hash_digest": 2, "encoded_text": 2}
+"""Categories with more negatives than the others: the look-alikes that matter most for precision."""
 Maker = Callable[[random.Random], tuple[str, list[str]]]
 
 SURROUNDINGS = [
@@ -53,7 +61,7 @@ SURROUNDINGS = [
     "    return future.result()",
     "WARNING: pip is configured with locations that require TLS/SSL",
     "npm WARN deprecated inflight@1.0.6: This module is not supported",
-    "at Object.<anonymous> (/app/node_modules/express/lib/router/index.js:284:7)",
+    "at Object.<anonymous> (/usr/local/lib/node_modules/express/lib/router/index.js:284:7)",
     "2024-03-14T09:26:53.589Z  INFO 1 --- [main] o.s.b.w.embedded.tomcat.TomcatWebServer",
     "Step 5/12 : RUN pip install --no-cache-dir -r requirements.txt",
     "Collecting fastapi==0.110.0",
@@ -337,20 +345,43 @@ POSITIVES: dict[str, list[Maker]] = {
 }  # fmt: skip
 
 
+def _record(rid: str, label: str, category: str, text: str, secrets: list[str], keep: list[str]) -> dict:
+    return {"id": rid, "label": label, "category": category, "text": text, "secrets": secrets, "keep": keep}
+
+
 def build(seed: int = SEED) -> list[dict]:
     from negatives import NEGATIVES
+    from positives import NEW_POSITIVES, URL_RESERVED
+    from values import RESERVED
 
     rng = random.Random(seed)
     records: list[dict] = []
-    for category, makers in POSITIVES.items():
+    for category, makers in {**POSITIVES, **NEW_POSITIVES}.items():
         for index in range(PER_POSITIVE):
-            text, secrets = makers[index % len(makers)](rng)
-            records.append({"id": f"pos-{category}-{index:03d}", "label": "positive", "category": category,
-                            "text": framed(rng, text), "secrets": secrets})  # fmt: skip
+            text, secrets, *rest = makers[index % len(makers)](rng)
+            keep = rest[0] if rest else []
+            label = "positive" if secrets else "negative"
+            records.append(
+                _record(f"{label[:3]}-{category}-{index:03d}", label, category, framed(rng, text), secrets, keep)
+            )
+    for ch in RESERVED:
+        for index in range(PER_RESERVED_CHARACTER):
+            text, secrets, keep = URL_RESERVED(rng, ch)
+            records.append(
+                _record(
+                    f"pos-url_reserved_{ord(ch)}-{index}",
+                    "positive",
+                    "url_reserved_password",
+                    framed(rng, text),
+                    secrets,
+                    keep,
+                )
+            )
     for category, maker in NEGATIVES.items():
-        for index in range(PER_NEGATIVE):
-            records.append({"id": f"neg-{category}-{index:03d}", "label": "negative", "category": category,
-                            "text": framed(rng, maker(rng)), "secrets": []})  # fmt: skip
+        for index in range(PER_NEGATIVE * NEGATIVE_WEIGHTS.get(category, 1)):
+            records.append(
+                _record(f"neg-{category}-{index:03d}", "negative", category, framed(rng, maker(rng)), [], [])
+            )
     return records
 
 

@@ -175,14 +175,181 @@ CASES = [
         [],
     ),
     (N, "base64_harmless", "Content-MD5: 1B2M2Y8AsgTpgAmY7PhCfg==", []),
+    # --- issue 15: what reached storage (made-up values in the issue's shapes) ---
+    (
+        P,
+        "key_material",
+        "ValueError: could not load signing key: key material: MIIEowwJAiphBxCq17T+ISgKbP9rWwq+E/Zk3Qn8vR2bLcX5yTmH0aJdF7uVsG1eWiO4pKtN6hBzM9xYrC2qLw8jS3fDvE5gA0oI",
+        ["MIIEowwJAiphBxCq17T+ISgKbP9rWwq+E/Zk3Qn8vR2bLcX5yTmH0aJdF7uVsG1eWiO4pKtN6hBzM9xYrC2qLw8jS3fDvE5gA0oI"],
+        ["could not load signing key: key material:"],
+    ),
+    (
+        P,
+        "random_token",
+        "botocore.exceptions.ClientError: An error occurred (SignatureDoesNotMatch) when calling the PutObject operation (key: /ovhEZDUQuu2zzltM+bRoDiP0LGz85BeCpRFFTLq)",
+        ["ovhEZDUQuu2zzltM+bRoDiP0LGz85BeCpRFFTLq"],
+        ["SignatureDoesNotMatch", "PutObject"],
+    ),
+    (
+        P,
+        "url_reserved_password",
+        "sqlalchemy.exc.OperationalError: could not connect to postgresql://admin:Tr0ub4dor&3xyz@db01.corp.internal:5432/orders",
+        ["Tr0ub4dor", "3xyz", "db01.corp.internal"],
+        ["postgresql://admin:", ":5432/orders"],
+    ),
+    (
+        P,
+        "url_reserved_password",
+        "pymongo.errors.OperationFailure: bad auth for mongodb+srv://app:p@ss:w0rd/x?y#z@cluster0.a1b2c.mongodb.net/shop",
+        ["p@ss:w0rd/x?y#z", "w0rd", "cluster0.a1b2c.mongodb.net"],
+        ["mongodb+srv://app:", "/shop"],
+    ),
+    (
+        P,
+        "internal_host",
+        "could not connect to db01.internal.acme-corp.com: timeout",
+        ["db01.internal.acme-corp.com"],
+        ["timeout"],
+    ),
+    (
+        P,
+        "private_ip",
+        "dial tcp 10.1.2.3:5432: connect: connection refused; fallback 192.168.77.12",
+        ["10.1.2.3", "192.168.77.12"],
+        [":5432"],
+    ),
+    (
+        P,
+        "internal_email",
+        "Permission denied for ops@corp.acme-corp.internal and qa@acme.local",
+        ["ops@corp.acme-corp.internal", "qa@acme.local"],
+        ["Permission denied"],
+    ),
+    (P, "project_path", '  File "/srv/app/agent.py", line 88, in run', ["/srv/app"], ["agent.py", "line 88"]),
+    (
+        P,
+        "project_path",
+        '  File "/srv/app/.venv/lib/python3.11/site-packages/langchain/tools.py", line 400, in invoke',
+        ["/srv/app"],
+        ["site-packages/langchain/tools.py"],
+    ),
+    (
+        P,
+        "project_path",
+        "    at Layer.handle [as handle_request] (/srv/app/node_modules/express/lib/router/index.js:284:7)",
+        ["/srv/app"],
+        ["node_modules/express/lib/router/index.js:284:7"],
+    ),
+    (
+        P,
+        "project_path",
+        "System.IO.IOException: The process cannot access the file 'C:\\Users\\Bob Smith\\source\\repos\\Orders\\appsettings.json'",
+        ["Bob Smith", "repos\\Orders"],
+        ["appsettings.json"],
+    ),
+    (
+        P,
+        "project_path",
+        '{"trace": "Traceback (most recent call last):\\n  File \\"/home/alice/proj/billing/run.py\\", line 3\\n/home/alice/proj/billing/out.log: denied"}',
+        ["alice", "billing"],
+        ["run.py", "out.log"],
+    ),
+    (
+        P,
+        "project_path",
+        "open file:///home/alice/notes/secret-plan.txt failed",
+        ["/home/alice/notes"],
+        ["secret-plan.txt"],
+    ),
+    (
+        P,
+        "slack",
+        "GET https://slack.com/api/chat.postMessage?token=xoxb-2048-1024-Ab3dEf9HiJkLmNoPqRsTuVwX&channel=C024BE91L",
+        ["xoxb-2048-1024-Ab3dEf9HiJkLmNoPqRsTuVwX"],
+    ),
+    # --- secret-free, written by hand (not by the generator): must come out unchanged ---
+    (
+        N,
+        "stack_traces",
+        'Traceback (most recent call last):\n  File "app/main.py", line 12, in <module>\n  File "/usr/local/lib/python3.11/site-packages/httpx/_client.py", line 1015, in send\nhttpx.ConnectError: [Errno 111] Connection refused',
+        [],
+    ),
+    (
+        N,
+        "stack_traces",
+        "thread 'tokio-runtime-worker' panicked at /rustc/82e1608dfa6e0b5569232559e3d385fea5a93112/library/core/src/result.rs:1652:5",
+        [],
+    ),
+    (
+        N,
+        "stack_traces",
+        "\tat org.springframework.beans.factory.support.AbstractAutowireCapableBeanFactory.initializeBean(AbstractAutowireCapableBeanFactory.java:1804)",
+        [],
+    ),
+    (
+        N,
+        "stack_traces",
+        "goroutine 7 [chan receive]:\nmain.worker(0xc00001e0c0)\n\t/go/pkg/mod/github.com/nats-io/nats.go@v1.31.0/nats.go:3142 +0x5e",
+        [],
+    ),
+    (
+        N,
+        "hash_digest",
+        "verifying golang.org/x/text@v0.14.0: checksum mismatch\n\tdownloaded: h1:ScX5w1eTa3QqT8oi6+ziP7dTV1S2+ALU0bI+0zXKWiQ=",
+        [],
+    ),
+    (
+        N,
+        "hash_digest",
+        "npm ERR! sha512-Zn5bEP2mdJdTAOIXyTcWrMtgmpX1jWu4WBcJ9kHS2vxlwzfNGO3G24Y0oJaWmf5mFYtGSqa2xLpJ0z5TwgrBnQ== integrity checksum failed",
+        [],
+    ),
+    (
+        N,
+        "hex_and_ids",
+        "Segmentation fault (core dumped) at 0x00007ffd5c3a1b2c in libc.so.6, build-id 4f1e0e2b9a7c6d5e3f2a1b0c9d8e7f6a5b4c3d2e",
+        [],
+    ),
+    (
+        N,
+        "identifiers",
+        "error TS2305: Module '\"@angular/core\"' has no exported member 'ɵɵInputTransformsFeature'",
+        [],
+    ),
+    (N, "identifiers", "nvcc fatal   : Unsupported gpu architecture 'compute_89' (CUDA 11.7, torch 2.1.0+cu117)", []),
+    (
+        N,
+        "routes_and_system_paths",
+        '127.0.0.1 - - [25/Nov/2026:12:00:01 +0000] "GET /api/v1/users/42?include=orders HTTP/1.1" 404 153 "-" "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.109 Safari/537.36"',
+        [],
+    ),
+    (
+        N,
+        "routes_and_system_paths",
+        "Error: EACCES: permission denied, open '/var/run/docker.sock' (uid 1000, gid 999)",
+        [],
+    ),
+    (
+        N,
+        "public_hosts",
+        "Retrying (Retry(total=4)) after connection broken by 'NewConnectionError': /simple/torch/ on pypi.org",
+        [],
+    ),
 ]
 
 
 def main() -> None:
     out = Path(__file__).with_name("hard_cases.jsonl")
     with out.open("w", encoding="utf-8") as fh:
-        for index, (label, category, text, secrets) in enumerate(CASES):
-            record = {"id": f"hard-{index:03d}", "label": label, "category": category, "text": text, "secrets": secrets}
+        for index, (label, category, text, secrets, *keep) in enumerate(CASES):
+            record = {
+                "id": f"hard-{index:03d}",
+                "label": label,
+                "category": category,
+                "text": text,
+                "secrets": secrets,
+                "keep": keep[0] if keep else [],
+            }
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 

@@ -1,12 +1,21 @@
-"""Look-alike negatives for the sanitizer corpus: text that must come out byte-for-byte unchanged."""
+# ruff: noqa: E501  (data tables: one sample per line reads better than wrapped strings)
+"""Secret-free look-alikes for the sanitizer corpus: text that must come out byte-for-byte unchanged.
+
+Hashes, git SHAs, UUIDs, hex addresses, versions, timestamps, ports on loopback, documentation addresses and
+domains, digests with their labels, base64 of plain data, identifiers with digits, URL routes, paths under
+the operating system's roots, placeholders, code that names credentials without holding one, and stack
+traces of eight languages laid over system paths (``traces.py``).
+"""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import random
 import uuid
 from collections.abc import Callable
 
+from traces import trace
 from values import ALNUM, HEX, harmless_b64, rand
 
 
@@ -25,14 +34,27 @@ def _pick(*templates: str) -> Callable[[random.Random], str]:
             sha256=hashlib.sha256(rand(rng, ALNUM, 12).encode()).hexdigest(),
             md5=hashlib.md5(rand(rng, ALNUM, 12).encode()).hexdigest(),
             b64=harmless_b64(rng),
-            priv=rng.choice(["10.0.3.12", "192.168.1.20", "172.17.0.2", "172.31.255.254", "10.255.0.1"]),
+            b64sha=base64.b64encode(hashlib.sha256(rand(rng, ALNUM, 12).encode()).digest()).decode(),
+            b64sha512=base64.b64encode(hashlib.sha512(rand(rng, ALNUM, 12).encode()).digest()).decode(),
+            b64md5=base64.b64encode(hashlib.md5(rand(rng, ALNUM, 12).encode()).digest()).decode(),
             doc=rng.choice(["192.0.2.15", "198.51.100.7", "203.0.113.42"]),
             color=rand(rng, "0123456789abcdef", 6),
             addr=rand(rng, "0123456789abcdef", 12),
             line=rng.randint(1, 2000),
+            col=rng.randint(1, 120),
         )
 
     return make
+
+
+def _encoded_text(rng: random.Random) -> str:
+    data = rng.choice([b'{"page": 7, "size": 100, "sort": "created_at"}', b'{"alg":"none","typ":"cursor"}',
+                       b"The quick brown fox jumps over the lazy dog", b"offset=1200&limit=50&order=desc",
+                       b'{"user_id": 4182, "expires_in": 3600}'])  # fmt: skip
+    encoded = rng.choice([base64.b64encode(data), base64.urlsafe_b64encode(data).rstrip(b"=")]).decode()
+    return rng.choice(
+        ["next_cursor={e}", '{{"cursor": "{e}", "has_more": true}}', "echo {e} | base64 -d", "state={e}"]
+    ).format(e=encoded)
 
 
 NEGATIVES: dict[str, Callable[[random.Random], str]] = {
@@ -52,12 +74,14 @@ NEGATIVES: dict[str, Callable[[random.Random], str]] = {
         'issue_id: "{uuid}"',
         "trace_id={uuid} span_id={addr}",
         "docker: Error response from daemon: Conflict. The container name is already in use by container {uuid}",
+        "x-request-id: {uuid}",
     ),
     "git_sha": _pick(
         "HEAD is now at {short} Fix flaky test",
         "commit {sha}\nMerge: {short} {short}",
         "error: pathspec '{sha}' did not match any file(s) known to git",
         "pip install git+https://github.com/org/repo@{sha}",
+        "fatal: reference is not a tree: {sha}",
     ),
     "hash_digest": _pick(
         "Successfully built image sha256:{sha256}",
@@ -66,10 +90,16 @@ NEGATIVES: dict[str, Callable[[random.Random], str]] = {
         'etag: "{md5}"',
         "cache key: {md5}",
         "Digest: sha256:{sha256}",
+        "github.com/gin-gonic/gin v1.9.1 h1:{b64sha}",
+        "verifying github.com/jackc/pgx/v5@v5.5.1: checksum mismatch\n\tdownloaded: h1:{b64sha}\n\tgo.sum:     h1:{b64sha}",
+        '"integrity": "sha512-{b64sha512}"',
+        "Content-MD5: {b64md5}",
+        "x-amz-checksum-sha256: {b64sha}",
     ),
     "base64_harmless": _pick(
         "cursor={b64}", '{{"next_page": "{b64}"}}', "data:text/plain;base64,{b64}", "echo {b64} | base64 -d"
     ),
+    "encoded_text": _encoded_text,
     "versions": _pick(
         "Requirement already satisfied: fastapi=={v} in ./venv/lib/python3.11/site-packages",
         "node v{v} (npm {v})",
@@ -79,6 +109,7 @@ NEGATIVES: dict[str, Callable[[random.Random], str]] = {
         "django {v4} is incompatible with python 3.13",
         "Upgrading pandas ({v} -> {v})",
         "tensorflow-{v4}-cp311-cp311-linux_x86_64.whl",
+        "go: downloading golang.org/x/net v0.0.0-20230817173708-{addr}",
     ),
     "timestamps": _pick(
         "2024-03-{n:02d}T10:14:03.123Z ERROR worker died",
@@ -87,13 +118,19 @@ NEGATIVES: dict[str, Callable[[random.Random], str]] = {
         "Mar 12 10:14:03 web-1 systemd[1]: Started nginx.service",
         "took 12{n} ms at {epoch}",
     ),
-    "localhost_ports": _pick(
+    "loopback_and_reserved_ips": _pick(
         "Uvicorn running on http://127.0.0.1:{port} (Press CTRL+C to quit)",
         "ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', {port})",
         "Local:   http://localhost:{port}/",
         "listening on 0.0.0.0:{port}",
         "curl http://[::1]:{port}/health",
         'psycopg.OperationalError: connection to server at "localhost" (::1), port {port} failed',
+        "from {doc} port 22",
+        "ping {doc}: 56 data bytes",
+        "netmask 255.255.255.0",
+        "GET http://169.254.169.254/latest/meta-data/iam/security-credentials/ timed out",
+        "inet6 fe80::1%lo0 prefixlen 64 scopeid 0x1",
+        "nameserver 8.8.8.8",
     ),
     "sk_package_names": _pick(
         "pip install scikit-learn tsk-tools risk-engine",
@@ -115,15 +152,8 @@ NEGATIVES: dict[str, Callable[[random.Random], str]] = {
         "DB_PASSWORD=${{DB_PASSWORD}}",
         'client = OpenAI(api_key="sk-...")',
         "HF_TOKEN=hf_********************************",
-    ),
-    "private_and_doc_ips": _pick(
-        "Connected to {priv}:{port}",
-        "inet {priv}/24 brd {priv} scope global eth0",
-        "from {doc} port 22",
-        "nameserver {priv}",
-        "ping {doc}: 56 data bytes",
-        "netmask 255.255.255.0",
-        "route add default gw {priv}",
+        "DATABASE_URL=postgres://user:password@localhost:5432/app",
+        "redis://:${{REDIS_PASSWORD}}@localhost:6379/0",
     ),
     "code_references": _pick(
         'password = os.environ["DB_PASSWORD"]',
@@ -148,18 +178,16 @@ NEGATIVES: dict[str, Callable[[random.Random], str]] = {
         "KeyError: 'api_key'",
         "The security token included in the request is invalid.",
     ),
-    "generic_paths_and_emails": _pick(
-        "/home/runner/work/app/app/tests/test_x.py:{line}: AssertionError",
-        "/Users/runner/hostedtoolcache/Python/3.11.7/x64/lib/python3.11",
+    "documentation_emails_and_remotes": _pick(
         "git@github.com:acme/api.git",
         "contact: user@example.com",
         "noreply@github.com",
-        "/root/.cache/pip/wheels",
-        "C:\\Users\\Public\\Documents",
-        "~/.local/lib/python3.11/site-packages",
+        "Email must look like name@example.com",
         "@app.route('/users/<int:user_id>')",
         "react@18.2.0 requires react-dom@^18.2.0",
         "logo@2x.png",
+        "npm ERR! 404 '@types/nodee@{v}' is not in this registry.",
+        "Author: Dependabot <49699333+dependabot[bot]@users.noreply.github.com>",
     ),
     "numbers": _pick(
         "order #{ms} not found",
@@ -183,6 +211,9 @@ NEGATIVES: dict[str, Callable[[random.Random], str]] = {
         "metadata.google.internal unreachable",
         "host.docker.internal:{port}",
         "from app.settings.local import *",
+        'Get "https://production.cloudflare.docker.com/registry-v2/docker/registry/v2/blobs/sha256/{short}/data": net/http: TLS handshake timeout',
+        "Failed to connect to files.pythonhosted.org port 443 after 21 ms",
+        "https://s3.us-east-1.amazonaws.com returned 503 SlowDown",
     ),
     "hex_and_ids": _pick(
         "mac address 00:1a:2b:3c:4d:5e",
@@ -192,5 +223,39 @@ NEGATIVES: dict[str, Callable[[random.Random], str]] = {
         "session id {uuid}",
         'ETag W/"{md5}"',
         "request-id: req_{short}",
+        "Segmentation fault at address 0x{addr} (pc 0x{short})",
+    ),
+    "identifiers": _pick(
+        "at org.apache.logging.log4j.core.Log4j2LoggerContextFactory.getContext(Log4jContextFactory.java:{line})",
+        "FAILED tests/test_orders.py::test_create_order_returns_201_when_payload_is_valid - AssertionError",
+        "Cannot find symbol: getUserById2FactorAuthenticationToken",
+        "error TS2339: Property 'MyApp_v2_Release_Build3' does not exist on type 'Window'",
+        "class HTTP2ServerConnectionManagerFactoryV3 is deprecated",
+        "com/google/protobuf/GeneratedMessageV3$Builder",
+        "ImportError: cannot import name 'AutoModelForSequenceClassification2' from 'transformers'",
+        "Unknown column 'user_preferences_2024Q1' in 'field list'",
+        "kubectl rollout restart deployment/orders-api-v2-canary",
+        "tensorflow-2.15.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+    ),
+    "routes_and_system_paths": _pick(
+        "GET /api/v1/users/{n} HTTP/1.1 404",
+        "POST /v2/orders/{n}/items 422 Unprocessable Entity",
+        "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
+        "SSL: CERTIFICATE_VERIFY_FAILED (/etc/ssl/certs/ca-certificates.crt)",
+        "/usr/bin/python3: No module named pip",
+        "OSError: [Errno 24] Too many open files: '/proc/self/fd/{n}'",
+        "C:\\Windows\\System32\\cmd.exe /c npm run build",
+        "error: could not find `Cargo.toml` in `src/bin` or any parent directory",
+        "Exec format error: /usr/local/bin/docker-entrypoint.sh",
+        "ENOENT: no such file or directory, open 'src/config/default.json'",
+        'File "app/models/user.py", line {line}, in save',
+        "/dev/shm: No space left on device",
     ),
 }
+
+
+def secret_free_trace(rng: random.Random) -> str:
+    return trace(rng, deployed=False).text
+
+
+NEGATIVES["stack_traces"] = secret_free_trace

@@ -160,3 +160,77 @@ def harmless_b64(rng: random.Random) -> str:
     data = rng.choice([b'{"page": 2, "size": 50}', b"hello world", b"Lorem ipsum dolor sit amet", b'{"theme":"dark"}',
                        b"The quick brown fox", b"cursor:1700000000:42"])  # fmt: skip
     return base64.b64encode(data).decode()
+
+
+# --- values added with the larger corpus (issue 15) ------------------------------------------------------------
+
+RESERVED = "&@:/?#%+=!$*;,'()[]~"
+"""Characters with a meaning in URLs that passwords hold unencoded (RFC 3986 gen-delims and sub-delims)."""
+COMPANIES = ["acme-corp", "initech", "globex", "umbrella-labs", "hooli", "stark-ind", "wayne-ent", "tyrell"]
+SERVICES = ["orders", "billing", "payments", "ledger", "inventory", "search", "auth", "notify", "reports"]
+
+
+def aws_secret(rng: random.Random) -> str:
+    return mixed(rng, 40, B64)
+
+
+def key_material(rng: random.Random, size: int | None = None) -> str:
+    """Base64 of a DER-encoded key (``MII…``): what a PEM body is, without its BEGIN/END lines."""
+    size = size or rng.choice([64, 121, 270, 600, 1190, 1218])
+    header = bytes([0x30, 0x82, size >> 8 & 0xFF, size & 0xFF, 0x02, 0x01, 0x00])
+    return base64.b64encode(header + bytes(rng.getrandbits(8) for _ in range(size))).decode()
+
+
+def openssh_key_body(rng: random.Random) -> str:
+    body = b"openssh-key-v1\x00\x00\x00\x00\x04none" + bytes(rng.getrandbits(8) for _ in range(rng.choice([150, 380])))
+    return base64.b64encode(body).decode()
+
+
+def random_token(rng: random.Random) -> str:
+    """An opaque credential of a provider without a published prefix."""
+    return rng.choice([
+        mixed(rng, rng.randint(24, 64)), mixed(rng, 43, URLSAFE), mixed(rng, rng.choice([32, 40, 44, 88]), B64),
+        mixed(rng, 32) + "==", f"{mixed(rng, 8)}-{mixed(rng, 16)}-{mixed(rng, 8)}",
+    ])  # fmt: skip
+
+
+def reserved_password(rng: random.Random, ch: str) -> str:
+    """A password holding the reserved character ``ch`` (unencoded) somewhere in its middle."""
+    left, right = mixed(rng, rng.randint(4, 9)), mixed(rng, rng.randint(3, 8))
+    return rng.choice([f"{left}{ch}{right}", f"{left}{ch}{ch}{right}", f"{left}{ch}{right}{ch}{mixed(rng, 3)}"])
+
+
+def company(rng: random.Random) -> str:
+    return rng.choice(COMPANIES)
+
+
+def internal_host(rng: random.Random) -> str:
+    c, s, n = company(rng), rng.choice(SERVICES), rng.randint(1, 40)
+    return rng.choice([
+        f"db{n:02d}.internal.{c}.com", f"{s}-db.prod.internal", f"pg-primary.{s}.internal", f"git.{c}.corp",
+        f"{s}.svc.{c}.corp", "jenkins.build.lan", f"{rng.choice(FIRST)}-macbook-pro.local", "wiki.eng.intranet",
+        f"ip-10-0-{rng.randint(0, 255)}-{rng.randint(0, 255)}.ec2.internal", "nas.home.arpa", f"vault.int.{c}.io",
+        f"db{n:02d}.{c}.com", f"web-{n:02d}.prod.{c}.io", f"redis-{rng.randint(10000, 99999)}.c1.cloud.redislabs.com",
+        f"{s}{n:02d}.dc1.{c}.net", f"kafka-{n:02d}.{c}.private.net",
+    ])  # fmt: skip
+
+
+def private_ipv4(rng: random.Random) -> str:
+    return rng.choice([
+        f"10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+        f"192.168.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+        f"172.{rng.randint(16, 31)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+        f"100.{rng.randint(64, 127)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+    ])  # fmt: skip
+
+
+def private_ipv6(rng: random.Random) -> str:
+    return f"fd{rng.getrandbits(8):02x}:{rng.getrandbits(16):x}:{rng.getrandbits(16):x}::{rng.getrandbits(16):x}"
+
+
+def internal_email(rng: random.Random) -> str:
+    first, last = person(rng)
+    local = rng.choice([f"{first}.{last}", first, "test", "user", "admin", f"svc-{rng.choice(SERVICES)}", "ops"])
+    domain = rng.choice([f"{company(rng)}.com", f"{company(rng)}.local", f"corp.{company(rng)}.internal",
+                         f"mail.{company(rng)}.io", f"{company(rng)}.co.uk"])  # fmt: skip
+    return f"{local}@{domain}"

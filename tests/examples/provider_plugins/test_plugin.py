@@ -78,7 +78,9 @@ def test_a_misspelt_key_of_an_example_table_is_named(tmp_path: Path) -> None:
 async def test_gim_runs_on_the_example_providers(tmp_path: Path) -> None:
     async with running_gateway(deployment(tmp_path), extra_plugins=EXTRA) as client:
         cause = "The report files belong to alice.smith@acme-corp.io; the job runs as nobody."
-        created = body(await client.call_tool("gim_submit_issue", submission(ERROR, cause)))
+        # the description is free text: the example deployment leaves it to the emails layer alone
+        described = submission(ERROR, cause, description="Permission denied writing the report")
+        created = body(await client.call_tool("gim_submit_issue", described))
         assert created["status"] == "created"
         found = body(await client.call_tool("gim_search_issues", {"error_message": ERROR}))
         assert found["embedder"] == "hashing/words-trigrams/128"

@@ -94,17 +94,26 @@ async def call_error(client: Any, tool: str, arguments: dict[str, Any]) -> dict[
     return json.loads(result.content[0].text)["error"]
 
 
-async def index_and_wait(client: Any, connectors: list[str] | None = None, action: str = "start") -> dict[str, Any]:
-    args: dict[str, Any] = {"action": action}
-    if connectors:
-        args["connectors"] = connectors
-    await call(client, "context.index_control", args)
+async def wait_for_job(client: Any) -> dict[str, Any]:
     for _ in range(600):
         status = await call(client, "context.index_control", {"action": "status"})
         if status["status"] not in ("running", "queued", "stopping"):
             return status
         await asyncio.sleep(0.1)
     raise AssertionError("indexing did not finish")
+
+
+async def index_and_wait(client: Any, connectors: list[str] | None = None, action: str = "start") -> dict[str, Any]:
+    """Start a job (after the running one, if any: one job per tenant at a time) and wait for it."""
+    args: dict[str, Any] = {"action": action}
+    if connectors:
+        args["connectors"] = connectors
+    result = await client.call_tool("context.index_control", args)
+    if result.is_error:
+        assert json.loads(result.content[0].text)["error"]["code"] == "conflict", result.content[0].text
+        await wait_for_job(client)
+        await call(client, "context.index_control", args)
+    return await wait_for_job(client)
 
 
 async def add_file_connector(client: Any, root: Path, name: str = "shop") -> str:

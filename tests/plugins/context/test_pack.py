@@ -14,6 +14,7 @@ from tests.plugins.context.support import (
     call_error,
     context_config,
     index_and_wait,
+    wait_for_job,
 )
 
 pytestmark = [pytest.mark.anyio]
@@ -126,8 +127,7 @@ async def test_declared_connectors_and_tenants(repo: Path, data_dir: Path) -> No
         listed = await call(client, "context.connector_management", {"action": "list"})
         assert [(c["name"], c["origin"]) for c in listed["connectors"]] == [("declared", "config")]
         service = client.runtime.packs["context"].service
-        other = await service.manage_connectors("other-tenant", "list", None, None)
-        assert other.connectors == []  # another tenant sees none of them
+        assert await service.list_connectors("other-tenant") == []  # another tenant sees none of them
         await index_and_wait(client)
         updated = await call(
             client,
@@ -151,7 +151,9 @@ async def test_stop_is_graceful_and_the_next_start_resumes(tmp_path: Path, data_
         await call(client, "context.index_control", {"action": "start"})
         stopped = await call(client, "context.index_control", {"action": "stop"})
         assert stopped["status"] == "stopping"
-        status = await index_and_wait(client)
+        refused = await call_error(client, "context.index_control", {"action": "start"})  # one job at a time
+        assert refused["code"] == "conflict" and refused["details"]["job_id"] == stopped["current_job"]["id"]
+        status = await wait_for_job(client)
         assert status["status"] == "stopped"
         assert status["current_job"]["progress"]["completed"] < 300
         service = client.runtime.packs["context"].service

@@ -28,3 +28,31 @@ async def test_context_on_postgres(repo: Path, data_dir: Path, postgres_db: str)
         await call(client, "context.connector_management", {"action": "remove", "connector_id": connector_id})
         gone = await call(client, "context.search", {"query": "convert currency"})
         assert gone["results"] == []
+
+
+async def test_rest_pagination_and_settings_on_postgres(tmp_path: Path, data_dir: Path, postgres_db: str) -> None:
+    from gateway_plugins.context.pages import search_page
+    from gateway_plugins.context.rest_models import RestSearchInput
+    from gateway_plugins.context.settings import ConfigPatch, patch_config, read_config
+
+    root = tmp_path / "handlers"
+    for n in range(12):
+        (root / f"p{n % 3}").mkdir(parents=True, exist_ok=True)
+        (root / f"p{n % 3}" / f"mod_{n}.py").write_text(f"def handler_{n}(request):\n    return request.path\n")
+    config = context_config(store="postgres")
+    config["plugins"]["store"] = {"postgres": {"dsn": postgres_db}}
+    async with running_gateway(config, data_dir) as client:
+        service = client.runtime.packs["context"].service
+        await add_file_connector(client, root, name="handlers")
+        await index_and_wait(client)
+        await patch_config(service, "default", ConfigPatch.model_validate({"search": {"max_results": 10}}))
+        assert (await read_config(service, "default")).search.max_results == 10
+        seen, cursor = [], None
+        while True:
+            query = {"query": "handler request", "pagination": {"limit": 4, "cursor": cursor}}
+            page = await search_page(service, "default", RestSearchInput.model_validate(query))
+            seen += [r.metadata.path for r in page.results]
+            cursor = page.pagination.next_cursor
+            if cursor is None:
+                break
+        assert len(seen) == len(set(seen)) == 10 and page.pagination.total_results == 10

@@ -1,5 +1,6 @@
 """The duplicate decision through the tools (real gateway, MCP SDK client, local embedder, Qdrant Edge, SQLite):
-a look-alike report with another cause stays apart, a reworded report of the same cause merges."""
+a look-alike report with another cause stays apart, a reworded report of the same cause merges; with fixes that
+only restate the cause (as the evaluation protocol's are), the mechanism check is what keeps them apart."""
 
 from __future__ import annotations
 
@@ -80,3 +81,69 @@ async def test_without_the_agreement_rule_the_embeddings_alone_merge_the_look_al
         look_alike = await call(client, "gim_submit_issue", flask_login())
     assert look_alike["merged"] is True
     assert look_alike["master_issue_id"] == first["master_issue_id"]
+
+
+NO_CUDA = (
+    '  File "{home}/.venv/lib/python3.11/site-packages/torch/cuda/__init__.py", line 289, in _lazy_init\n'
+    '    raise AssertionError("Torch not compiled with CUDA enabled")\n'
+    "AssertionError: Torch not compiled with CUDA enabled"
+)
+CPU_WHEEL = (
+    "pip installed the CPU-only torch wheel (default index on Windows / a plain `pip install torch` resolved to "
+    "+cpu); reinstall from the CUDA index URL."
+)
+APPLE = (
+    "The code calls .cuda() on an Apple Silicon Mac, where no CUDA build exists; use the 'mps' device "
+    "(torch.device('mps')) or CPU."
+)
+CPU_WHEEL_REWORDED = (
+    "The environment got the +cpu build of torch that a plain pip install picks, not a CUDA wheel; reinstall torch "
+    "from the CUDA index URL."
+)
+TORCH = {"language": "Python", "framework": "PyTorch"}
+
+
+OTHER_ISSUES = [
+    ("ModuleNotFoundError: No module named 'distutils'", "Python 3.12 removed distutils; install setuptools."),
+    ("AttributeError: module 'numpy' has no attribute 'float'", "NumPy 1.24 removed the np.float alias."),
+    ("ImportError: cannot import name 'url_quote' from 'werkzeug.urls'", "Werkzeug 3 removed url_quote."),
+    ("AttributeError: 'DataFrame' object has no attribute 'append'", "pandas 2.0 removed DataFrame.append."),
+    ("Error: listen EADDRINUSE: address already in use :::3000", "Another dev server still holds port 3000."),
+    ("fatal: detected dubious ownership in repository at '/src'", "git 2.35.2 refuses repos owned by others."),
+    ('psql: error: FATAL: Peer authentication failed for user "app"', "pg_hba.conf uses peer for local sockets."),
+    ("npm ERR! code ERESOLVE unable to resolve dependency tree", "react-datepicker 3 wants React 16/17, not 18."),
+    ("SSL: CERTIFICATE_VERIFY_FAILED unable to get local issuer certificate", "A proxy re-signs TLS traffic."),
+    ("exec /usr/local/bin/docker-entrypoint.sh: exec format error", "The image was built for arm64, run on amd64."),
+    ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB", "The batch does not fit in GPU memory."),
+    ("OSError: [E050] Can't find model 'en_core_web_sm'", "The spaCy pipeline was never downloaded."),
+]
+"""A memory to weigh terms against: the mechanism check's weights come from the stored explanations."""
+
+
+def restating(home: str, cause: str) -> dict[str, Any]:
+    """A report whose fix only points elsewhere and restates the cause (the shared evaluation protocol's form)."""
+    pointer = [{"order": 1, "type": "command", "command": "see the linked thread", "explanation": cause}]
+    return submission(NO_CUDA.format(home=home), cause, actions=pointer, environment=TORCH)
+
+
+async def test_same_error_another_mechanism_stays_apart_with_restating_fixes(gim: Any) -> None:
+    """Each fix is one action whose explanation is the root cause: the two causes differ only in their text."""
+    for error, cause in OTHER_ISSUES:
+        pointer = [{"order": 1, "type": "command", "command": "see the linked thread", "explanation": cause}]
+        await call(gim, "gim_submit_issue", submission(error, cause, actions=pointer))
+    first = await call(gim, "gim_submit_issue", restating("/home/u", CPU_WHEEL))
+    apple = await call(gim, "gim_submit_issue", restating("/Users/me", APPLE))
+    assert apple["merged"] is False
+
+    reworded = await call(gim, "gim_submit_issue", restating("C:/Users/k", CPU_WHEEL_REWORDED))
+    assert reworded["merged"] is True
+    assert reworded["master_issue_id"] == first["master_issue_id"]
+
+
+async def test_without_the_mechanism_check_the_same_error_with_another_mechanism_merges(data_dir: Path) -> None:
+    """What the mechanism check adds: the embeddings and the other checks alone merge the two causes."""
+    async with running_gateway(gim_config(gim={"dedup_mechanism_overlap": 0.0}), data_dir) as client:
+        first = await call(client, "gim_submit_issue", restating("/home/u", CPU_WHEEL))
+        apple = await call(client, "gim_submit_issue", restating("/Users/me", APPLE))
+    assert apple["merged"] is True
+    assert apple["master_issue_id"] == first["master_issue_id"]

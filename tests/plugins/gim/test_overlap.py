@@ -29,19 +29,19 @@ class EmbeddingWatch:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.begun = threading.Event()
         self.lookups: list[bool] = []
-        embed_sync, search = LocalEmbedder.embed_sync, LexicalIndex.search
+        embed_sync, search = LocalEmbedder.embed_sync, LexicalIndex.search_sliced
         watch = self
 
         def watched_embed(embedder: LocalEmbedder, texts: Sequence[str]) -> Any:
             watch.begun.set()
             return embed_sync(embedder, texts)
 
-        def watched_search(index: LexicalIndex, tokens: Sequence[str], *, limit: int) -> Any:
+        async def watched_search(index: LexicalIndex, tokens: Sequence[str], *, limit: int) -> Any:
             watch.lookups.append(watch.begun.wait(_PATIENCE_SECONDS))
-            return search(index, tokens, limit=limit)
+            return await search(index, tokens, limit=limit)
 
         monkeypatch.setattr(LocalEmbedder, "embed_sync", watched_embed)
-        monkeypatch.setattr(LexicalIndex, "search", watched_search)
+        monkeypatch.setattr(LexicalIndex, "search_sliced", watched_search)
 
     def reset(self) -> None:
         self.begun.clear()

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.api import JudgeRequest, JudgeResult, ReviewFile, Sanitizer
+from gateway.api import PROCESS_CHARS, JudgeRequest, JudgeResult, ReviewFile, Sanitizer
+from gateway_plugins.judges.analysis import analyse_files
 from gateway_plugins.judges.findings import DELETE, REWRITE, LineEdit, apply_edits, choose
 from gateway_plugins.judges.fixes import edits_diff
 from gateway_plugins.judges.internal import InternalJudge, InternalJudgeConfig
@@ -351,3 +352,21 @@ def test_edit_diffs_apply_with_git(tmp_path: Path, name: str, final_newline: boo
     applied = git_apply(tmp_path, {name: content}, edits_diff(name, content, chosen))[name]
     assert applied == apply_edits(content, chosen)
     assert applied.endswith("last\n" if final_newline else "last")
+
+
+async def test_a_long_module_is_analysed_in_a_worker_process_with_the_same_result() -> None:
+    """From PROCESS_CHARS on, ``ast.parse`` would keep the GIL (and so the event loop) for tens of milliseconds."""
+    body = "".join(f"def handler_{n}(event):\n    return event.get('x') + {n} \n\n\n" for n in range(900))
+    module = ReviewFile("pkg/handlers.py", "import os\n\n\n" + body)
+    assert len(module.content) >= PROCESS_CHARS
+    result = await judge().review(request(module))
+    analysis = analyse_files((module,), complexity_threshold=10, max_line_length=120)
+    assert [c.line for c in result.comments if c.rule == "unused-import"] == [1]
+    assert result.proposed_diff == "".join(analysis.diffs) and "-import os" in (result.proposed_diff or "")
+    assert len(at(result, "trailing-whitespace")) == 10  # the per-rule cap; all 900 counted in the score
+
+
+async def test_code_nested_too_deeply_to_parse_is_a_parse_error() -> None:
+    deep = ReviewFile("pkg/deep.py", "def f():\n    return " + "a+" * 40_000 + "a\n")
+    result = await judge().review(request(deep))
+    assert at(result, "parse-error") == [1] and result.score is not None

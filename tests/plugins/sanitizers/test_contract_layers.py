@@ -18,10 +18,11 @@ class TestContextualContract(SanitizerContract):
         return ContextualSanitizer()
 
     def test_huge_input(self) -> None:
-        # Alone, the contextual layer does not know e-mails; it must still find the URL password.
+        # Alone, the contextual layer knows neither e-mails nor URL credentials (layer 1's); it must still
+        # find the key assigned in the call.
         from tests.contracts.sanitizer_contract import SECRETFUL, run
 
         text = (SECRETFUL + "\n" + "x" * 1000 + "\n") * 300
         result = run(self.make_sanitizer(), text)
         self.check_result(text, result)
-        assert "S3cr3tPw9" not in result.text
+        assert "sk-proj-Ab3dEf9HiJkLmNoPqRsTuVwXyZ0123456789abcdEFGH" not in result.text

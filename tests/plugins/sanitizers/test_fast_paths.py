@@ -1,7 +1,8 @@
 """Layer 1's fast rewrites answer exactly what their plain forms answer.
 
-Each rewrite (a pattern reordered so ``re`` can scan for a literal, a validator made of C-level string
-operations, an early exit) is checked against the plain version it replaced, kept here as the reference.
+Each rewrite (a key found by ``str.rstrip`` and reused along a run of key characters, a validator made of
+C-level string operations, an early exit) is checked against the plain version it replaced, kept here as
+the reference.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from gateway_plugins.sanitizers import heuristics
 from gateway_plugins.sanitizers.engine import Candidate, Found, ScanText
 from gateway_plugins.sanitizers.patterns import DEFAULT_RULES
-from gateway_plugins.sanitizers.rules_assign import _KEY_CHARS, AssignmentRule, _key_start
+from gateway_plugins.sanitizers.rules_assign import _KEY_CHARS, _MAX_KEY, AssignmentRule, _key_start, _KeyRuns
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -26,78 +27,31 @@ def made_of(*fragments: str, size: int = 25) -> st.SearchStrategy[str]:
     return st.lists(st.one_of(pool, pool, st.text(max_size=2)), max_size=size).map("".join)
 
 
-def rule_pattern(kind: str) -> re.Pattern[str]:
-    return next(rule.pattern for rule in DEFAULT_RULES if rule.kind == kind)
-
-
-def same_matches(fast: re.Pattern[str], plain: re.Pattern[str], text: str) -> None:
-    for bounds in ((0, len(text)), (len(text) // 3, len(text))):
-        expected = [(m.span(), m.span("s")) for m in plain.finditer(text, *bounds)]
-        assert [(m.span(), m.span("s")) for m in fast.finditer(text, *bounds)] == expected
-
-
-_PEM_CHARS = r"A-Za-z0-9+/=\s:,.\-"
-PLAIN_PEM = re.compile(
-    r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[nr])*"
-    rf"(?P<s>[A-Za-z0-9+/=][{_PEM_CHARS}\\]*?)(?:\s|\\[nr])*(?=-----END|[^{_PEM_CHARS}\\]|\\[^nr]|\Z)"
-)
-
-
-@SETTINGS
-@given(
-    text=made_of(
-        "-----BEGIN RSA PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "MIIE",
-        "Ab3+/=", ":", ",", ".", "-", "--", " ", "\n", "\t", "\\n", "\\r", "\\x", "\\", '"', "}", "\u00a0", "é",
-    )
-)  # fmt: skip
-@example("-----BEGIN RSA PRIVATE KEY-----MIIEab12-----END RSA PRIVATE KEY-----")
-@example("-----BEGIN PRIVATE KEY-----\\nMIIE\\nAb3+/=\\n-----END PRIVATE KEY-----")
-@example('"-----BEGIN PRIVATE KEY-----\\nMIIE-x--Ab3\\x"}')
-def test_the_private_key_body_is_what_the_lazy_pattern_takes(text: str) -> None:
-    same_matches(rule_pattern("private_key"), PLAIN_PEM, text)
-
-
-PLAIN_JWT = re.compile(
-    r"(?<![\w-])(?P<s>ey[A-Za-z0-9_-]{8,}\.ey[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+){0,2})(?![\w-])"
-)
-
-
-@SETTINGS
-@given(text=made_of("eyJhbGciOiJI", "eyAx", "ey", "J", "abcdEFGH12", ".", "-", "_", "x", " ", "é", "\n"))
-def test_the_jwt_pattern_checks_its_left_boundary_as_before(text: str) -> None:
-    same_matches(rule_pattern("jwt"), PLAIN_JWT, text)
-
-
-PLAIN_CARD = re.compile(r"(?<![\w.-])(?P<s>[2-6]\d{3}(?:[ -]?\d){9,15})(?![\w-]|\.\d)")
-
-
-@SETTINGS
-@given(text=made_of("4111", " 1111", "-1111", "1", "2", "5", "9", "0", " ", "-", ".", "x", "_", "é", "\u0663"))
-def test_the_card_pattern_checks_its_left_boundary_as_before(text: str) -> None:
-    same_matches(rule_pattern("card_number"), PLAIN_CARD, text)
-
-
 class PlainAssignmentRule(AssignmentRule):
-    """The assignment scan as first written: a character-by-character walk, no early operator check."""
+    """The assignment scan written plainly: every hit in text order, a character-by-character walk for the
+    key, no early operator check; a hit inside a value already matched is skipped (the rule's definition)."""
 
     def collect(self, scan_text: ScanText, out: Found) -> None:
         text, lowered = scan_text.text, scan_text.lowered
+        hits = sorted((m.start(), word) for word in self.words for m in re.finditer(re.escape(word), lowered))
         seen: set[int] = set()
-        for word in self.words:
-            for match in re.finditer(re.escape(word), lowered):
-                hit, word_end = match.start(), match.end()
-                if word_end in seen or (word_end < len(text) and text[word_end].isalnum()):
-                    continue
-                key_start = hit
-                while key_start > 0 and text[key_start - 1] in _KEY_CHARS:
-                    key_start -= 1
-                key = text[key_start:word_end]
-                if not self._key_ok(key.lower().lstrip("-"), word):
-                    continue
-                seen.add(word_end)
-                candidate = self._value(text, key_start, word_end, key, {})
-                if candidate is not None:
-                    out.setdefault((candidate.start, candidate.end), candidate)
+        consumed = 0
+        for hit, word in hits:
+            word_end = hit + len(word)
+            if hit < consumed or word_end in seen or (word_end < len(text) and text[word_end].isalnum()):
+                continue
+            key_start = hit
+            while key_start > 0 and text[key_start - 1] in _KEY_CHARS:
+                key_start -= 1
+            key_start = max(key_start, word_end - _MAX_KEY)
+            key = text[key_start:word_end]
+            if not self._key_ok(key.lower().lstrip("-"), word):
+                continue
+            seen.add(word_end)
+            matched, candidate = self._value(text, key_start, word_end, key, {})
+            consumed = max(consumed, matched)
+            if candidate is not None:
+                out.setdefault((candidate.start, candidate.end), candidate)
 
 
 ASSIGNMENTS = [rule for rule in DEFAULT_RULES if isinstance(rule, AssignmentRule)]
@@ -118,7 +72,7 @@ def spans(found: Found) -> list[tuple[int, int]]:
 def test_the_assignment_scan_finds_what_the_plain_walk_finds(text: str) -> None:
     for rule in ASSIGNMENTS:
         plain = PlainAssignmentRule(
-            rule.kind, rule.category, rule.label, rule.pattern, None, rule.confidence,
+            rule.kind, rule.category, rule.label, "", None, rule.confidence,
             words=rule.words, password_key=rule.password_key,
         )  # fmt: skip
         fast_found: dict[tuple[int, int], Candidate] = {}
@@ -136,6 +90,17 @@ def test_the_key_start_is_where_the_key_characters_begin(text: str, end: int) ->
     while start > 0 and text[start - 1] in _KEY_CHARS:
         start -= 1
     assert _key_start(text, end) == start
+
+
+@SETTINGS
+@given(
+    text=st.text(alphabet=st.sampled_from("ab_-. =\n"), max_size=300),
+    ends=st.lists(st.integers(0, 300), max_size=20),
+)
+def test_key_runs_reuse_the_start_of_the_run_a_hit_is_in(text: str, ends: list[int]) -> None:
+    runs = _KeyRuns(text)
+    for end in sorted(min(e, len(text)) for e in ends):
+        assert runs.start(end) == _key_start(text, end)
 
 
 VALUES = st.one_of(

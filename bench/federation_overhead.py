@@ -1,0 +1,225 @@
+"""Federation overhead: calls/s through the gateway to a remote Python SDK server ÷ calls/s straight to it.
+
+The remote server is a real `mcp` Python SDK server (``tests/plugins/remote/servers/py_server.py``) on Streamable
+HTTP in a subprocess. The gateway runs in another subprocess (``gateway serve --transport http``) with the ``remote``
+pack in front of that server and its full pipeline: a rate-limit interceptor (memory, token bucket), argument
+checks against the remote input schema, result checks against its output schema, one structured log line per call
+redacted by the ``patterns`` layer, Prometheus metrics. The same SDK ``Client`` class over the same transport (HTTP)
+calls both; both clients are connected at once and driven in alternating chunks of 25 calls, so load from elsewhere
+on the machine falls on both alike. The ratio is the median over rounds of (gateway calls/s) / (direct calls/s).
+
+Workloads: the remote tool ``pause(ms)`` answers after ``ms`` milliseconds of waiting (what a remote tool that calls
+an API or a database spends); 0 ms measures pure protocol overhead, the worst case. ``--concurrency`` runs that many
+callers at once on each side.
+
+    python bench/federation_overhead.py [--calls 200] [--rounds 5] [--work-ms 0 10 50 100] [--concurrency 1 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import httpx
+from mcp import Client
+
+ROOT = Path(__file__).resolve().parent.parent
+PY_SERVER = ROOT / "tests" / "plugins" / "remote" / "servers" / "py_server.py"
+CHUNK = 25
+TARGET = 0.85
+
+CONFIG = """
+[gateway]
+data_dir = "{data}"
+identity = "bench"
+log_level = "info"
+[transport]
+json_response = {json_response}
+[packs]
+enabled = ["remote"]
+[providers]
+rate_limiter = "memory"
+[sanitize]
+logs = "patterns"
+[pipeline]
+interceptors = [{{ name = "rate_limit" }}]
+[[plugins.interceptor.rate_limit.rules]]
+name = "remote-per-minute"
+tools = ["py_pause"]
+kind = "token_bucket"
+limit = 100000000
+period_seconds = 60
+[[plugins.remote.servers]]
+name = "py"
+url = "{url}"
+prefix = "py_"
+max_concurrency = 64
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("a server exited at start")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(port)
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid: int | None) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` (this process when None)."""
+    if pid is None:
+        return time.process_time()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+@dataclass(frozen=True)
+class Side:
+    """One way of calling: its client, the tool's name there, and the processes doing the work."""
+
+    client: Client
+    tool: str
+    pids: dict[str, int | None]
+
+
+@dataclass(frozen=True)
+class Result:
+    work_ms: float
+    concurrency: int
+    gateway: float
+    direct: float
+    ratio: float
+    cpu_ms: dict[str, dict[str, float]]
+    """CPU ms per call, by side then process (client, gateway, upstream)."""
+
+
+async def _chunk(side: Side, ms: float, concurrency: int, cpu: dict[str, float]) -> float:
+    """Seconds for CHUNK calls spread over ``concurrency`` callers; adds each process's CPU seconds to ``cpu``."""
+
+    async def caller(calls: int) -> None:
+        for _ in range(calls):
+            result = await side.client.call_tool(side.tool, {"ms": ms})
+            assert not result.is_error, result
+
+    before = {name: _cpu(pid) for name, pid in side.pids.items()}
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for i in range(concurrency):
+            tg.start_soon(caller, CHUNK // concurrency + (1 if i < CHUNK % concurrency else 0))
+    elapsed = time.perf_counter() - start
+    for name, pid in side.pids.items():
+        cpu[name] = cpu.get(name, 0.0) + _cpu(pid) - before[name]
+    return elapsed
+
+
+async def _measure(gateway: Side, direct: Side, ms: float, concurrency: int, calls: int, rounds: int) -> Result:
+    for side in (gateway, direct):  # warm-up
+        await _chunk(side, ms, concurrency, {})
+    totals = [0.0, 0.0]
+    cpu: list[dict[str, float]] = [{}, {}]
+    ratios = []
+    chunks = max(1, calls // CHUNK)
+    for _ in range(rounds):
+        spent = [0.0, 0.0]
+        for _ in range(chunks):
+            spent[0] += await _chunk(gateway, ms, concurrency, cpu[0])
+            spent[1] += await _chunk(direct, ms, concurrency, cpu[1])
+        ratios.append(spent[1] / spent[0])
+        totals = [totals[0] + spent[0], totals[1] + spent[1]]
+    done = rounds * chunks * CHUNK
+    per_call = {
+        side: {k: v * 1000 / done for k, v in c.items()} for side, c in zip(("gateway", "direct"), cpu, strict=True)
+    }
+    return Result(ms, concurrency, done / totals[0], done / totals[1], statistics.median(ratios), per_call)
+
+
+async def main(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        upstream_port, gateway_port = _free_port(), _free_port()
+        upstream_url = f"http://127.0.0.1:{upstream_port}/mcp"
+        config = Path(tmp) / "gateway.toml"
+        config.write_text(
+            CONFIG.format(data=Path(tmp) / "data", url=upstream_url, json_response=str(args.json_response).lower())
+        )
+        upstream = subprocess.Popen(
+            [sys.executable, str(PY_SERVER), "http", str(upstream_port), str(Path(tmp) / "state")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        procs = [upstream]
+        try:
+            _wait_port(upstream_port, upstream)
+            serve = ["serve", "--config", str(config), "--transport", "http", "--port", str(gateway_port)]
+            gateway = subprocess.Popen(
+                [sys.executable, "-m", "gateway", *serve],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,  # the JSON log lines go where a log file would
+                cwd=ROOT,
+            )
+            procs.append(gateway)
+            _wait_port(gateway_port, gateway)
+            httpx.get(f"http://127.0.0.1:{gateway_port}/health", timeout=30).raise_for_status()
+            results = []
+            async with (
+                Client(f"http://127.0.0.1:{gateway_port}/mcp", mode=args.mode) as through,
+                Client(upstream_url, mode=args.mode) as straight,
+            ):
+                pids = {"client": None, "upstream": upstream.pid}
+                via = Side(through, "py_pause", {**pids, "gateway": gateway.pid})
+                direct = Side(straight, "pause", pids)
+                for concurrency in args.concurrency:
+                    for ms in args.work_ms:
+                        results.append(await _measure(via, direct, ms, concurrency, args.calls, args.rounds))
+        finally:
+            for proc in reversed(procs):
+                proc.terminate()
+                proc.wait(15)
+    print(f"client protocol mode: {args.mode}; {args.rounds} rounds of {args.calls} calls a side, chunks of {CHUNK}")
+    print(f"load average (1 min) after the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(
+        f"{'remote work':>11} {'callers':>8} {'gateway calls/s':>16} {'direct calls/s':>15} {'ratio':>6} "
+        f"{'target':>7}   CPU ms/call via gateway (client+gateway+upstream) | direct (client+upstream)"
+    )
+    for r in results:
+        g, d = r.cpu_ms["gateway"], r.cpu_ms["direct"]
+        print(
+            f"{r.work_ms:>8g} ms {r.concurrency:>8} {r.gateway:>16.1f} {r.direct:>15.1f} {r.ratio:>6.2f} {TARGET:>7.2f}"
+            f"   {g['client']:.2f} + {g['gateway']:.2f} + {g['upstream']:.2f}"
+            f" | {d['client']:.2f} + {d['upstream']:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200, help="calls per round and side")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--work-ms", type=float, nargs="+", default=[0.0, 10.0, 50.0, 100.0])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--mode", default="auto", help="the client's protocol mode: auto (2026-07-28) or legacy")
+    parser.add_argument(
+        "--json-response", action="store_true", help="the gateway answers with JSON bodies instead of SSE streams"
+    )
+    anyio.run(main, parser.parse_args())

@@ -1,0 +1,99 @@
+"""One call's result as the transports render it, and the checks between a handler's return and the client.
+
+Model tools answer with their output model, validated and dumped; JSON Schema tools answer with a
+:class:`gateway.api.ToolResult` (content blocks passed through) or a mapping, whose structured content is checked
+against the tool's output schema. Either way arguments that break the input schema fail with
+``validation_error`` naming each field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from gateway.api.context import CallContext
+from gateway.api.errors import InternalError, ToolError, ValidationFailed
+from gateway.api.tools import Tool, ToolResult
+from gateway.catalogue import ServedTool
+from gateway.json_schemas import schema_errors
+
+__all__ = ["CallOutcome", "checked_output", "invalid_arguments", "schema_outcome", "validation_details"]
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """A rendered tool result: the JSON body, its text form, and the error if it failed.
+
+    ``content`` holds the MCP content blocks of a tool that returned a :class:`ToolResult` (served as they are,
+    with ``structured`` as the structured content); otherwise a client gets ``text`` as one text block and
+    ``body`` as the structured content.
+    """
+
+    is_error: bool
+    body: dict[str, Any]
+    text: str
+    error: ToolError | None = None
+    context: CallContext | None = None
+    content: Sequence[Mapping[str, Any]] | None = None
+    structured: Mapping[str, Any] | None = None
+
+
+def validation_details(exc: ValidationError) -> list[dict[str, str]]:
+    return [
+        {"field": ".".join(str(p) for p in err["loc"]) or "(root)", "message": err["msg"], "type": err["type"]}
+        for err in exc.errors(include_url=False)
+    ]
+
+
+def invalid_arguments(errors: list[dict[str, str]]) -> ValidationFailed:
+    summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+    return ValidationFailed(f"invalid arguments: {summary}", details={"errors": errors})
+
+
+def checked_output(tool: Tool[Any, Any], result: Any) -> BaseModel:
+    """The model tool's result as its output model; ``internal_error`` when it does not fit."""
+    model = tool.output_model
+    assert model is not None
+    if isinstance(result, model):
+        return result
+    try:
+        if isinstance(result, BaseModel):
+            result = result.model_dump()
+        return model.model_validate(result)
+    except ValidationError as exc:
+        log.error("tool returned output that does not match its model", tool=tool.name, errors=exc.errors())
+        raise InternalError(
+            "the tool produced an invalid result",
+            details={"errors": [e["field"] for e in validation_details(exc)]},
+        ) from None
+
+
+def schema_outcome(served: ServedTool, result: Any, context: CallContext) -> CallOutcome:
+    """Render what a JSON Schema tool returned: a :class:`ToolResult` passes through, a mapping is the structured
+    result; structured content is checked against the output schema (not that of an ``is_error`` result)."""
+    if isinstance(result, ToolResult):
+        structured, content, is_error = result.structured, result.content, result.is_error
+    elif isinstance(result, Mapping):
+        structured, content, is_error = result, None, False
+    else:
+        log.error("tool returned neither a ToolResult nor a mapping", tool=served.name, type=type(result).__name__)
+        raise InternalError("the tool produced an invalid result")
+    if not is_error and served.output_validator is not None:
+        errors = schema_errors(served.output_validator, structured) if structured is not None else []
+        if structured is None or errors:
+            log.error("tool result does not match its output schema", tool=served.name, errors=errors)
+            raise InternalError(
+                "the tool produced an invalid result",
+                details={"errors": [e["field"] for e in errors] or ["structuredContent"]},
+            )
+    if structured is not None and not is_error:
+        body = dict(structured)
+    else:
+        body = {"content": [dict(block) for block in content or ()], "isError": is_error}
+    return CallOutcome(is_error, body, served.encoder.encode(body), None, context, content, structured)

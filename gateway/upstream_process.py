@@ -1,0 +1,70 @@
+"""The process side of a stdio upstream: how its command is launched, and where its stderr goes.
+
+The command runs under :mod:`gateway.upstream_launcher`, which ties the server's whole process group to the
+gateway's life. Its stderr is read line by line and logged as ``upstream stderr`` events under the upstream's
+name, so it passes the same redaction as every log line and never interleaves raw text with the JSON log stream.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+import structlog
+
+__all__ = ["StderrPump", "launcher_argv"]
+
+log = structlog.get_logger(__name__)
+
+LAUNCHER = Path(__file__).with_name("upstream_launcher.py")
+MAX_LINE = 4000
+
+
+def launcher_argv(command: Sequence[str]) -> tuple[str, list[str]]:
+    """``(executable, args)`` that run ``command`` under the launcher, tied to this process."""
+    # -I: the launcher needs only the standard library, and nothing of the environment may change what it runs.
+    return sys.executable, ["-I", str(LAUNCHER), str(os.getpid()), "--", *command]
+
+
+class StderrPump:
+    """A pipe for a child's stderr and a daemon thread logging each line it writes.
+
+    Pass :attr:`writer` as the child's stderr, call :meth:`spawned` once the child runs (the parent's copy of
+    the write end is closed, so the thread ends when the child's group has exited), and :meth:`close` when
+    done with it.
+    """
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        read_fd, write_fd = os.pipe()
+        self.writer: IO[bytes] = os.fdopen(write_fd, "wb", buffering=0)
+        self._reader = os.fdopen(read_fd, "rb")
+        self.tail: deque[str] = deque(maxlen=3)
+        """The last lines written: why a server that would not start said it would not."""
+        self._thread = threading.Thread(target=self._pump, name=f"stderr:{upstream}", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        with self._reader:
+            for raw in self._reader:
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if line:
+                    self.tail.append(line[:MAX_LINE])
+                    log.info("upstream stderr", upstream=self.upstream, line=line[:MAX_LINE])
+
+    def spawned(self) -> None:
+        if not self.writer.closed:
+            self.writer.close()
+
+    def close(self) -> None:
+        self.spawned()
+
+    def finished(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the child's last lines (its group closed the pipe); True if read."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()

@@ -1,0 +1,186 @@
+"""MCP's JSON wire shapes for what packs publish, both ways: the gateway's types to wire JSON (what the MCP adapter
+answers its clients) and wire JSON to the gateway's types (what an upstream server answered).
+
+Plain protocol JSON (camelCase keys, as the MCP specification writes them), no SDK: the adapter hands these dicts
+to the SDK, which validates a result before sending it.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from gateway.api.tools import (
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    PromptResult,
+    Resource,
+    ResourceContent,
+    ResourceEntry,
+    ResourceTemplate,
+    Tool,
+    ToolAnnotations,
+    ToolResult,
+)
+from gateway.api.upstream import RemotePrompt, RemoteResource, RemoteResourceTemplate, RemoteTool
+
+COMPLETE = {"resultType": "complete"}
+"""Marks a result final in the 2026-07-28 era (which requires it); older eras drop the key."""
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+# -- the gateway's types to wire JSON ---------------------------------------------------------------------------
+
+
+def tool_json(name: str, tool: Tool[Any, Any], input_schema: Any, output_schema: Any) -> dict[str, Any]:
+    ann = tool.annotations
+    hints = {
+        "title": ann.title,
+        "readOnlyHint": ann.read_only,
+        "destructiveHint": ann.destructive,
+        "idempotentHint": ann.idempotent,
+        "openWorldHint": ann.open_world,
+    }
+    return _present(
+        name=name,
+        title=ann.title,
+        description=tool.description,
+        inputSchema=input_schema,
+        outputSchema=output_schema,
+        annotations=_present(**hints),
+    )
+
+
+def resource_json(resource: Resource) -> dict[str, Any]:
+    return _present(
+        uri=resource.uri,
+        name=resource.name,
+        title=resource.title,
+        description=resource.description,
+        mimeType=resource.mime_type,
+    )
+
+
+def entry_json(entry: ResourceEntry) -> dict[str, Any]:
+    return _present(
+        uri=entry.uri, name=entry.name, description=entry.description, mimeType=entry.mime_type, size=entry.size
+    )
+
+
+def template_json(template: ResourceTemplate) -> dict[str, Any]:
+    return _present(
+        uriTemplate=template.uri_template,
+        name=template.name,
+        title=template.title,
+        description=template.description,
+        mimeType=template.mime_type,
+    )
+
+
+def contents_json(uri: str, content: ResourceContent) -> dict[str, Any]:
+    body = _present(uri=content.uri or uri, mimeType=content.mime_type)
+    if content.blob is not None:
+        return {**body, "blob": base64.b64encode(content.blob).decode("ascii")}
+    return {**body, "text": content.text}
+
+
+def prompt_json(name: str, prompt: Prompt) -> dict[str, Any]:
+    arguments = [
+        _present(name=a.name, title=a.title, description=a.description, required=a.required) for a in prompt.arguments
+    ]
+    return _present(name=name, title=prompt.title, description=prompt.description, arguments=arguments or None)
+
+
+def prompt_result_json(prompt: PromptResult) -> dict[str, Any]:
+    messages = [{"role": m.role, "content": dict(m.content)} for m in prompt.messages]
+    return {**COMPLETE, **_present(description=prompt.description, messages=messages)}
+
+
+def tool_result_json(content: Any, structured: Mapping[str, Any] | None, is_error: bool) -> dict[str, Any]:
+    answer: dict[str, Any] = {**COMPLETE, "content": [dict(block) for block in content], "isError": is_error}
+    if structured is not None:
+        answer["structuredContent"] = dict(structured)
+    return answer
+
+
+# -- wire JSON to the gateway's types ---------------------------------------------------------------------------
+
+
+def remote_tool(tool: Mapping[str, Any]) -> RemoteTool:
+    ann = tool.get("annotations") or {}
+    annotations = ToolAnnotations(
+        read_only=bool(ann.get("readOnlyHint")),
+        destructive=bool(ann.get("destructiveHint")),
+        idempotent=bool(ann.get("idempotentHint")),
+        open_world=bool(ann.get("openWorldHint")),
+        title=tool.get("title") or ann.get("title"),
+    )
+    return RemoteTool(
+        name=tool["name"],
+        description=tool.get("description") or "",
+        input_schema=tool.get("inputSchema") or {"type": "object"},
+        output_schema=tool.get("outputSchema"),
+        annotations=annotations,
+    )
+
+
+def remote_resource(r: Mapping[str, Any]) -> RemoteResource:
+    return RemoteResource(r["uri"], r["name"], r.get("description"), r.get("mimeType"), r.get("title"))
+
+
+def remote_template(t: Mapping[str, Any]) -> RemoteResourceTemplate:
+    return RemoteResourceTemplate(t["uriTemplate"], t["name"], t.get("description"), t.get("mimeType"), t.get("title"))
+
+
+def remote_prompt(p: Mapping[str, Any]) -> RemotePrompt:
+    arguments = tuple(
+        PromptArgument(a["name"], a.get("description"), bool(a.get("required")), a.get("title"))
+        for a in p.get("arguments") or ()
+    )
+    return RemotePrompt(p["name"], p.get("description"), arguments, p.get("title"))
+
+
+def tool_result(answer: Mapping[str, Any]) -> ToolResult:
+    return ToolResult(answer.get("content") or [], answer.get("structuredContent"), bool(answer.get("isError")))
+
+
+def resource_contents(answer: Mapping[str, Any]) -> list[ResourceContent]:
+    return [
+        ResourceContent("", c.get("mimeType"), base64.b64decode(c["blob"]), c.get("uri"))
+        if "blob" in c
+        else ResourceContent(c.get("text", ""), c.get("mimeType"), None, c.get("uri"))
+        for c in answer.get("contents") or []
+    ]
+
+
+def prompt_result(answer: Mapping[str, Any]) -> PromptResult:
+    messages = [PromptMessage(m["role"], m["content"]) for m in answer.get("messages") or []]
+    return PromptResult(messages, answer.get("description"))
+
+
+# -- JSON-RPC messages ------------------------------------------------------------------------------------------
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in words (for an error about a message that is not an object)."""
+    if isinstance(value, list):
+        return "an array (batches are not supported)"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "null"
+
+
+def message_kind(message: dict[str, Any]) -> str | None:
+    """Which JSON-RPC message ``message`` tries to be (the SDK model whose errors explain what is wrong)."""
+    if "method" in message:
+        return "JSONRPCRequest" if "id" in message else "JSONRPCNotification"
+    if "error" in message:
+        return "JSONRPCError"
+    return "JSONRPCResponse" if "result" in message else None

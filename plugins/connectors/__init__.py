@@ -1,0 +1,1 @@
+"""Hosted connectors of the Context Engine: GitHub, Jira and Slack (providers of kind ``connector``)."""

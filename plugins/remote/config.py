@@ -1,0 +1,140 @@
+"""``[plugins.remote]``: the MCP servers the gateway fronts, one ``[[plugins.remote.servers]]`` table each.
+
+.. code-block:: toml
+
+    [[plugins.remote.servers]]
+    name = "everything"
+    command = ["npx", "-y", "@modelcontextprotocol/server-everything"]   # stdio, started lazily
+    prefix = "ev_"
+    tools = { allow = ["echo", "get-sum"] }                                # or deny = [...]
+
+    [[plugins.remote.servers]]
+    name = "search"
+    url = "https://mcp.internal.example/mcp"                               # Streamable HTTP
+    headers = { Authorization = { env = "SEARCH_TOKEN" } }
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
+
+from gateway.api import Secret
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class ToolFilter(BaseModel):
+    """Which of the server's tools to serve, by the server's own names: ``allow`` only these, or all but ``deny``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow: list[str] | None = None
+    deny: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_list(self) -> ToolFilter:
+        if self.allow is not None and self.deny:
+            raise ValueError("give either allow or deny, not both")
+        return self
+
+    def admits(self, name: str) -> bool:
+        return name in self.allow if self.allow is not None else name not in self.deny
+
+
+class ServerConfig(BaseModel):
+    """One upstream MCP server: a stdio ``command`` or a Streamable HTTP ``url`` (exactly one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Names the server in logs, metrics, errors and `gateway tools`.")
+    command: list[str] | None = Field(None, min_length=1, description="A stdio server: argv of the command to run.")
+    env: dict[str, Secret] = Field(default_factory=dict, description="Variables for the command (besides PATH...).")
+    cwd: str | None = None
+    url: str | None = Field(None, description="A Streamable HTTP server's MCP endpoint.")
+    headers: dict[str, Secret] = Field(
+        default_factory=dict, description="Headers sent to the HTTP server; write credentials as { env = NAME }."
+    )
+    protocol: str = Field("auto", description="HTTP: 'auto', 'legacy' (handshake era) or a 2026 protocol version.")
+    prefix: str = Field("", description="Prepended to the server's tool and prompt names.")
+    tools: ToolFilter = Field(default_factory=ToolFilter)
+    scope: str | None = Field(None, description="The scope a caller needs for this server's tools and prompts.")
+    start: Literal["lazy", "eager"] = "lazy"
+    idle_timeout_seconds: float | None = Field(
+        600.0, gt=0, description="A stdio server unused this long is stopped (restarted on next use); null: never."
+    )
+    call_timeout_seconds: float = Field(60.0, gt=0)
+    connect_timeout_seconds: float = Field(30.0, gt=0)
+    max_concurrency: int = Field(16, ge=1, description="Calls in flight to this server at once; more wait.")
+    restart_backoff_seconds: float = Field(0.5, gt=0, description="First wait before restarting after a failure.")
+    max_backoff_seconds: float = Field(60.0, gt=0)
+    _unset: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _note_unset_secrets(cls, data: Any, handler: ModelWrapValidatorHandler[ServerConfig]) -> ServerConfig:
+        """Keep the names of secrets whose variable is unset: a server missing one is reported down, naming it,
+        while the others serve."""
+        unset = {}
+        if isinstance(data, Mapping):
+            for table in ("headers", "env"):
+                for key, value in (data.get(table) or {}).items():
+                    variable = value.get("env") if isinstance(value, Mapping) else None
+                    if isinstance(variable, str) and not os.environ.get(variable):
+                        unset[f"{table}.{key}"] = variable
+        model = handler(data)
+        model._unset = unset
+        return model
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not NAME.match(value):
+            raise ValueError("letters, digits, '_', '.' and '-' only, starting with a letter or digit")
+        return value
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> ServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(f"server {self.name!r}: give either command (stdio) or url (Streamable HTTP)")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"server {self.name!r}: url must start with http:// or https://")
+        if self.command is not None and (self.headers or self.protocol != "auto"):
+            raise ValueError(f"server {self.name!r}: headers and protocol apply to url servers only")
+        if self.url is not None and (self.env or self.cwd):
+            raise ValueError(f"server {self.name!r}: env and cwd apply to command servers only")
+        return self
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command is not None else "http"
+
+    def missing_secrets(self) -> dict[str, str]:
+        """``{"headers.Authorization": "SEARCH_TOKEN"}`` for every secret whose variable is unset."""
+        return dict(self._unset)
+
+
+class RemoteConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    servers: list[ServerConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> RemoteConfig:
+        names = [server.name for server in self.servers]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"server names must be unique (repeated: {', '.join(repeated)})")
+        return self

@@ -1,0 +1,334 @@
+"""One upstream server's life: started when needed, restarted with backoff, reaped when idle, stopped with us.
+
+A supervisor task per server owns its connection. Calls never start or stop anything themselves: they say they
+need the server (:meth:`Upstream.call`), wait at most their timeout for it to be up, and fail with
+``upstream_unavailable`` naming it otherwise, so one server that is down or hanging never holds up another.
+
+States: ``idle`` (not running; a stdio server before first use or after reaping), ``starting``, ``up``, ``down``
+(the last start failed or the connection broke; retried after a backoff that doubles up to a cap, reset by a
+successful call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import structlog
+
+from gateway.api import (
+    HttpTarget,
+    ListKind,
+    StdioTarget,
+    UpstreamConnectionLost,
+    UpstreamConnector,
+    UpstreamError,
+    UpstreamRequestFailed,
+    UpstreamSession,
+    UpstreamSessionExpired,
+    UpstreamStatus,
+    UpstreamTarget,
+)
+from gateway_plugins.remote.catalogue import CatalogueCopy, RemoteCatalogue
+from gateway_plugins.remote.config import ServerConfig
+from gateway_plugins.remote.errors import upstream_error, upstream_timeout, upstream_unavailable
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+
+def target_of(config: ServerConfig) -> UpstreamTarget:
+    """The connector's target for ``config`` (secrets resolved here, at connection time, never logged)."""
+    if config.url is not None:
+        headers = {k: v.get_secret_value() for k, v in config.headers.items() if v is not None}
+        return HttpTarget(config.url, headers, config.protocol)
+    assert config.command is not None
+    env = {k: v.get_secret_value() for k, v in config.env.items() if v is not None}
+    return StdioTarget(tuple(config.command), env, config.cwd)
+
+
+class Upstream:
+    """One configured server (see the module doc)."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        connector: Callable[[], UpstreamConnector],
+        data_dir: Path,
+        on_catalogue_change: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self._connector = connector
+        self._copy = CatalogueCopy(data_dir, config.name, " ".join(config.command or []) or str(config.url))
+        self.catalogue = self._copy.load()
+        self._on_catalogue_change = on_catalogue_change
+        self.state = "idle"
+        self.last_error: str | None = None
+        self.session: UpstreamSession | None = None
+        self.starts = 0
+        self._wanted = False
+        self._stopping = False
+        self._list_changed = False
+        self._expired = False
+        self._next_attempt = 0.0
+        self._backoff = config.restart_backoff_seconds
+        self._in_flight = 0
+        self._last_used = time.monotonic()
+        self._task: asyncio.Task[None] | None = None
+        self._poke: anyio.Event | None = None
+        self._state_event: anyio.Event | None = None
+        self._slots: anyio.Semaphore | None = None
+
+    # -- life -----------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start supervising. An eager server, or one whose catalogue is not known yet, is started now (at most
+        ``connect_timeout_seconds``: a server that does not come up leaves the others serving)."""
+        self._poke, self._state_event = anyio.Event(), anyio.Event()
+        self._slots = anyio.Semaphore(self.config.max_concurrency)
+        self._task = asyncio.get_running_loop().create_task(self._supervise(), name=f"remote {self.name}")
+        if self.config.start == "eager" or not self.catalogue.known:
+            self.want()
+            with anyio.move_on_after(self.config.connect_timeout_seconds * 2):
+                while self.state not in ("up", "down"):
+                    await self._state_changed()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake()
+        if self._task is not None:
+            with anyio.move_on_after(15):
+                await asyncio.shield(self._task)
+            if not self._task.done():
+                self._task.cancel()
+
+    def want(self) -> None:
+        """Someone needs the server: start it if it is not running (after the backoff, if it failed)."""
+        self._wanted = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._poke is not None:
+            self._poke.set()
+
+    async def _sleep(self, seconds: float | None) -> None:
+        assert self._poke is not None
+        with anyio.move_on_after(math.inf if seconds is None else max(seconds, 0.0)):
+            await self._poke.wait()
+        self._poke = anyio.Event()
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        assert self._state_event is not None
+        event, self._state_event = self._state_event, anyio.Event()
+        event.set()
+
+    async def _state_changed(self) -> None:
+        assert self._state_event is not None
+        await self._state_event.wait()
+
+    async def _supervise(self) -> None:
+        async with anyio.create_task_group() as watchers:
+            while not self._stopping:
+                try:
+                    if not self._wanted:
+                        await self._sleep(None)
+                        continue
+                    delay = self._next_attempt - time.monotonic()
+                    if delay > 0:
+                        await self._sleep(delay)
+                        continue
+                    session = await self._connect()
+                    if session is not None:
+                        watchers.start_soon(self._watch, session)
+                        await self._serve(session)
+                except Exception as exc:  # a bug of ours must not end supervision silently
+                    log.exception("upstream supervision failed", upstream=self.name)
+                    self._failed(f"{type(exc).__name__}: {exc}")
+            self._set_state("idle")
+
+    async def _watch(self, session: UpstreamSession) -> None:
+        await session.wait_closed()
+        self._wake()
+
+    async def _connect(self) -> UpstreamSession | None:
+        self._set_state("starting")
+        self.starts += 1
+        missing = self.config.missing_secrets()
+        if missing:
+            unset = ", ".join(f"{key} ({variable})" for key, variable in missing.items())
+            self._failed(f"secret environment variable unset: {unset}")
+            return None
+        try:
+            session = await self._connector().connect(
+                self.name,
+                target_of(self.config),
+                connect_timeout=self.config.connect_timeout_seconds,
+                on_list_changed=self._note_list_changed,
+            )
+        except UpstreamError as exc:
+            self._failed(str(exc))
+            return None
+        try:
+            with anyio.fail_after(self.config.connect_timeout_seconds):
+                catalogue = await RemoteCatalogue.read(session)
+        except (UpstreamError, TimeoutError) as exc:
+            await session.aclose()
+            self._failed(f"listing what it offers failed: {exc or type(exc).__name__}")
+            return None
+        self.session = session
+        self._expired = False
+        self._set_state("up")
+        log.info("upstream up", upstream=self.name, protocol=session.protocol_version, starts=self.starts)
+        await self._update_catalogue(catalogue)
+        return session
+
+    async def _serve(self, session: UpstreamSession) -> None:
+        """Until the connection ends, the server is reaped, or we stop; re-reads the catalogue on change."""
+        while True:
+            if self._stopping or session.closed or self._expired:
+                break
+            if self._list_changed:
+                self._list_changed = False
+                try:
+                    with anyio.fail_after(self.config.connect_timeout_seconds):
+                        await self._update_catalogue(await RemoteCatalogue.read(session))
+                except (UpstreamError, TimeoutError) as exc:
+                    log.warning("upstream catalogue re-read failed", upstream=self.name, error=str(exc))
+                continue
+            idle_for = self._idle_timeout()
+            if idle_for is not None and self._in_flight == 0:
+                left = idle_for - (time.monotonic() - self._last_used)
+                if left <= 0:
+                    log.info("upstream idle; stopped", upstream=self.name, idle_seconds=idle_for)
+                    self._wanted = False
+                    break
+                await self._sleep(left)
+            else:
+                await self._sleep(None)
+        crashed = session.closed and not self._stopping and not self._expired
+        reason = session.close_reason
+        self.session = None
+        await session.aclose()
+        if crashed:
+            self._failed(reason or "the server exited")
+        elif self._expired:
+            self._set_state("starting")  # reconnect at once, without backoff: the session expired, nothing broke
+        else:
+            self._set_state("idle")
+
+    def _idle_timeout(self) -> float | None:
+        """Only a process is worth reaping: an HTTP server keeps its one session."""
+        return self.config.idle_timeout_seconds if self.config.transport == "stdio" else None
+
+    def _failed(self, reason: str) -> None:
+        self.last_error = reason
+        self._next_attempt = time.monotonic() + self._backoff
+        log.warning("upstream down", upstream=self.name, error=reason, retry_in=round(self._backoff, 3))
+        self._backoff = min(self._backoff * 2, self.config.max_backoff_seconds)
+        self._set_state("down")
+
+    def _note_list_changed(self, kind: ListKind) -> None:
+        self._list_changed = True
+        self._wake()
+
+    async def _update_catalogue(self, catalogue: RemoteCatalogue) -> None:
+        if self.catalogue.known and catalogue == self.catalogue:
+            return
+        self.catalogue = catalogue
+        self._copy.save(catalogue)
+        log.info(
+            "upstream catalogue",
+            upstream=self.name,
+            tools=[t.name for t in catalogue.tools],
+            prompts=[p.name for p in catalogue.prompts],
+            resources=len(catalogue.resources),
+            templates=len(catalogue.templates),
+        )
+        for tool in catalogue.tools:  # remote text: logged through the log redaction like any other line
+            log.debug("upstream tool", upstream=self.name, name=tool.name, description=tool.description)
+        await self._on_catalogue_change()
+
+    # -- calls ----------------------------------------------------------------------------------------------
+
+    async def _session_for(self, deadline: float) -> UpstreamSession:
+        while True:
+            session = self.session
+            if self.state == "up" and session is not None and not session.closed and not self._expired:
+                return session
+            now = time.monotonic()
+            if self._stopping:
+                raise upstream_unavailable(self.name, "the gateway is stopping", state=self.state)
+            if self.state == "down" and self._next_attempt > deadline:
+                raise upstream_unavailable(
+                    self.name, self.last_error or "down", state="down", retry_after=self._next_attempt - now
+                )
+            if now >= deadline:
+                reason = f"not up within {self.config.call_timeout_seconds:g} s"
+                if self.last_error:
+                    reason += f" (last error: {self.last_error})"
+                raise upstream_unavailable(self.name, reason, state=self.state)
+            self.want()
+            with anyio.move_on_after(deadline - now):
+                await self._state_changed()
+
+    async def call(self, request: Callable[[UpstreamSession], Awaitable[T]]) -> T:
+        """Run ``request`` on the server: waits for it to be up and for a free slot, within the call timeout."""
+        assert self._slots is not None
+        timeout = self.config.call_timeout_seconds
+        deadline = time.monotonic() + timeout
+        with anyio.move_on_after(timeout) as queue:
+            await self._slots.acquire()
+        if queue.cancelled_caught:
+            raise upstream_timeout(self.name, timeout, queued=True)
+        self._in_flight += 1
+        self._last_used = time.monotonic()
+        try:
+            return await self._attempt(request, deadline)
+        finally:
+            self._slots.release()
+            self._in_flight -= 1
+            self._last_used = time.monotonic()
+            self._wake()  # the reaper counts idle time from here
+
+    async def _attempt(self, request: Callable[[UpstreamSession], Awaitable[Any]], deadline: float) -> Any:
+        for attempt in (1, 2):
+            session = await self._session_for(deadline)
+            try:
+                with anyio.fail_after(max(deadline - time.monotonic(), 0.0)):
+                    result = await request(session)
+            except TimeoutError:
+                raise upstream_timeout(self.name, self.config.call_timeout_seconds, queued=False) from None
+            except UpstreamSessionExpired as exc:
+                if attempt == 2:
+                    raise upstream_unavailable(self.name, str(exc), state=self.state) from None
+                log.info("upstream session expired; reconnecting", upstream=self.name)
+                self._expired = True
+                self._wake()
+                continue
+            except UpstreamConnectionLost as exc:
+                self._wake()
+                raise upstream_unavailable(self.name, str(exc), state="down") from None
+            except UpstreamRequestFailed as exc:
+                raise upstream_error(self.name, exc.message, exc.code) from None
+            self._backoff = self.config.restart_backoff_seconds  # it works: the next failure starts afresh
+            return result
+        raise AssertionError("unreachable")
+
+    def status(self, served_tools: int) -> UpstreamStatus:
+        where = " ".join(self.config.command) if self.config.command else str(self.config.url)
+        return UpstreamStatus(
+            name=self.name,
+            state=self.state,
+            transport=self.config.transport,
+            tools=served_tools,
+            last_error=self.last_error,
+            detail=where,
+        )

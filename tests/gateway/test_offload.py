@@ -1,0 +1,55 @@
+"""``gateway.api.off_loop``: small work inline, long work in a worker thread, code for ``ast`` in a worker process."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import anyio
+import pytest
+
+from gateway.api import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop
+from tests.holding import PATIENCE
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_work_runs_where_its_size_says() -> None:
+    here, loop_thread = os.getpid(), threading.get_ident()
+    assert await off_loop(threading.get_ident, size=OFF_LOOP_CHARS - 1) == loop_thread
+    assert await off_loop(threading.get_ident, size=OFF_LOOP_CHARS) != loop_thread
+    assert await off_loop(os.getpid, size=PROCESS_CHARS, process_from=PROCESS_CHARS) != here
+    assert await off_loop(os.getpid, size=PROCESS_CHARS - 1, process_from=PROCESS_CHARS) == here
+    assert await off_loop(threading.get_ident, size=0, threshold=0) != loop_thread
+
+
+async def test_an_error_reaches_the_caller() -> None:
+    with pytest.raises(ValueError, match="invalid literal"):
+        await off_loop(lambda: int("x"), size=OFF_LOOP_CHARS)
+    with pytest.raises(ValueError, match="invalid literal"):
+        await off_loop(_parse_x, size=PROCESS_CHARS, process_from=PROCESS_CHARS)
+
+
+def _parse_x() -> int:
+    return int("x")
+
+
+async def test_the_loop_serves_others_while_work_runs_in_a_thread() -> None:
+    released = threading.Event()
+
+    def held() -> None:
+        assert released.wait(PATIENCE), "nothing released the work: it blocked the event loop"
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: off_loop(held, size=OFF_LOOP_CHARS))
+        await anyio.sleep(0.01)  # runs only if the loop is free while the work waits in its thread
+        released.set()
+
+
+async def test_work_falls_back_to_a_thread_when_no_worker_process_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken(*args: object, **kwargs: object) -> object:
+        raise anyio.BrokenWorkerProcess("Error during worker process initialization")
+
+    monkeypatch.setattr(anyio.to_process, "run_sync", broken)
+    ran_in = await off_loop(threading.get_ident, size=PROCESS_CHARS, process_from=PROCESS_CHARS)
+    assert ran_in != threading.get_ident(), "in a worker thread, not on the loop"

@@ -1,0 +1,136 @@
+"""A real MCP server built with the official Python SDK, for the federation tests and the overhead benchmark.
+
+    python py_server.py http PORT STATE_DIR     Streamable HTTP on 127.0.0.1:PORT (both protocol eras)
+    python py_server.py stdio STATE_DIR         stdio
+
+STATE_DIR receives what the tests check from outside: ``cancelled-<n>`` for a ``slow`` call cancelled by its
+client, ``headers-<n>.json`` with the HTTP headers a ``whoami`` call arrived with. Test code only (it imports
+``mcp``; the gateway's own modules never do, but this one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
+
+STATE = Path(sys.argv[-1])
+server = MCPServer("py-upstream", instructions="A test server.")
+_counter = {"n": 0}
+_running = {"now": 0, "most": 0}
+
+
+def _next() -> int:
+    _counter["n"] += 1
+    return _counter["n"]
+
+
+class Sum(BaseModel):
+    total: int
+
+
+@server.tool(description="Echo the text back.")
+def echo(text: str) -> str:
+    return text
+
+
+@server.tool(description="Add two integers; the result is structured.")
+def add(a: int, b: int) -> Sum:
+    return Sum(total=a + b)
+
+
+@server.tool(description="Work for a while, reporting progress; a cancelled call leaves a mark in the state dir.")
+async def slow(seconds: float, steps: int, ctx: Context) -> str:
+    try:
+        for step in range(1, steps + 1):
+            await anyio.sleep(seconds / steps)
+            await ctx.report_progress(step, steps, f"step {step}")
+    except anyio.get_cancelled_exc_class():
+        (STATE / f"cancelled-{_next()}").write_text("cancelled")
+        raise
+    return f"done after {steps} steps"
+
+
+@server.tool(description="Wait `ms` milliseconds (a remote call's own latency), then answer.")
+async def pause(ms: float) -> str:
+    if ms > 0:
+        await anyio.sleep(ms / 1000)
+    return "ok"
+
+
+@server.tool(description="Sleep; answer how many calls of this tool ever ran at once.")
+async def overlap(seconds: float) -> int:
+    _running["now"] += 1
+    _running["most"] = max(_running["most"], _running["now"])
+    try:
+        await anyio.sleep(seconds)
+    finally:
+        _running["now"] -= 1
+    return _running["most"]
+
+
+@server.tool(description="The process id of this server.")
+def pid() -> int:
+    return os.getpid()
+
+
+@server.tool(description="Record the HTTP headers this call arrived with.")
+def whoami(ctx: Context) -> str:
+    request = ctx.request_context.request
+    headers = dict(request.headers) if request is not None else {}
+    (STATE / f"headers-{_next()}.json").write_text(json.dumps(headers))
+    return "recorded"
+
+
+@server.tool(description="A tool whose description carries a secret: ghp_0123456789abcdefghijABCDEFGHIJ012345")
+def leak() -> str:
+    return "contact bob.smith@corp-mail.io with key AKIAZ3MHALPEXH7BQX4K"
+
+
+@server.tool(description="Register one more tool and tell the clients the tool list changed.")
+async def grow(name: str, ctx: Context) -> str:
+    def extra() -> str:
+        return f"I am {name}"
+
+    server.add_tool(extra, name=name, description=f"Added at run time: {name}")
+    await ctx.notify_tools_changed()  # listen streams (2026-07-28)
+    await ctx.request_context.session.send_tool_list_changed()  # the handshake era
+    return "grown"
+
+
+@server.resource("py://greeting", description="A fixed greeting.", mime_type="text/plain")
+def greeting() -> str:
+    return "hello from python"
+
+
+@server.resource("py://items/{item_id}", description="One item.", mime_type="application/json")
+def item(item_id: str) -> str:
+    return json.dumps({"item": item_id})
+
+
+@server.prompt(description="Ask for a review of some code.")
+def review(code: str, language: str = "python") -> str:
+    return f"Please review this {language} code:\n{code}"
+
+
+def main() -> None:
+    if os.environ.get("PY_SERVER_FAIL"):
+        print("cannot start: told to fail", file=sys.stderr)
+        sys.exit(3)
+    STATE.mkdir(parents=True, exist_ok=True)
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+        return
+    import uvicorn
+
+    app = server.streamable_http_app(host="127.0.0.1")
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

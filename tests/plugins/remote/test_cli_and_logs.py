@@ -1,0 +1,73 @@
+"""What operators see: ``gateway plugins`` and ``gateway tools`` say which remote each tool comes from and how
+that server is doing; remote descriptions and results reach the logs only through the log redaction."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.plugins.remote.support import py_stdio_server, remote_config, write_toml
+
+pytestmark = pytest.mark.slow
+
+
+def _gateway(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=dict(os.environ),
+    )
+
+
+def _config(tmp_path: Path) -> Path:
+    servers = [
+        py_stdio_server(tmp_path / "state"),
+        {"name": "ghost", "command": [str(tmp_path / "missing-binary")], "prefix": "ghost_"},
+    ]
+    return write_toml(tmp_path / "gateway.toml", remote_config(tmp_path, servers))
+
+
+def test_tools_and_plugins_show_each_remote_and_its_state(tmp_path: Path):
+    """The first run starts the lazy server to learn its tools; later runs list them from the copy."""
+    config = _config(tmp_path)
+    listed = _gateway(config, "tools", "--json")
+    text = _gateway(config, "tools")
+    plugins = _gateway(config, "plugins")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    echo = rows["py_echo"]
+    assert (echo["pack"], echo["upstream"], echo["upstream_state"]) == ("remote", "py", "up")
+    assert echo["inputSchema"]["required"] == ["text"]
+    assert text.returncode == 0 and "py_echo  [remote/py: idle]" in text.stdout
+    assert "remote/ghost  stdio  down  0 tools" in text.stdout and "last error:" in text.stdout
+    assert plugins.returncode == 0, plugins.stderr
+    assert "remote = gateway_plugins.remote.plugin" in plugins.stdout
+    assert "remote: 9 tools" in plugins.stdout
+    assert "remote/py  stdio  idle  9 tools" in plugins.stdout
+    assert "remote/ghost  stdio  down" in plugins.stdout and "missing-binary" in plugins.stdout
+
+
+def test_remote_text_is_redacted_in_the_logs(tmp_path: Path):
+    config = remote_config(
+        tmp_path,
+        [py_stdio_server(tmp_path / "state")],
+        gateway={"log_level": "debug"},
+        sanitize={"logs": "patterns"},
+    )
+    path = write_toml(tmp_path / "gateway.toml", config)
+    result = _gateway(path, "call", "py_leak", "-vv")
+    assert result.returncode == 0, result.stderr
+    # the caller gets the result as the server wrote it; the logs never do
+    assert "AKIAZ3MHALPEXH7BQX4K" in result.stdout
+    logs = result.stderr
+    assert "upstream result" in logs and "upstream tool" in logs
+    for secret in ("AKIAZ3MHALPEXH7BQX4K", "bob.smith@corp-mail.io", "ghp_0123456789abcdefghijABCDEFGHIJ012345"):
+        assert secret not in logs
+    assert "<AWS_KEY_1>" in logs and "<GITHUB_TOKEN_1>" in logs

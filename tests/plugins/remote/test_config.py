@@ -1,0 +1,89 @@
+"""``[[plugins.remote.servers]]`` validation: every mistake is refused at start naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.api import ConfigError, HttpTarget, StdioTarget
+from gateway.app import prepare
+from gateway_plugins.remote.config import RemoteConfig, ServerConfig
+from gateway_plugins.remote.upstream import target_of
+from tests.plugins.remote.support import remote_config
+
+
+def _check(tmp_path: Path, *servers: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as refused:
+        prepare(remote_config(tmp_path, list(servers)))
+    return str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("server", "expected"),
+    [
+        ({"name": "a"}, "give either command (stdio) or url"),
+        ({"name": "a", "command": ["x"], "url": "http://h/mcp"}, "give either command (stdio) or url"),
+        ({"name": "a", "url": "ftp://h/mcp"}, "url must start with http:// or https://"),
+        ({"name": "a", "command": ["x"], "headers": {"A": "b"}}, "headers and protocol apply to url servers only"),
+        ({"name": "a", "url": "http://h/mcp", "env": {"A": "b"}}, "env and cwd apply to command servers only"),
+        ({"name": "a b", "command": ["x"]}, "plugins.remote.servers.0.name"),
+        ({"name": "a", "command": []}, "plugins.remote.servers.0.command"),
+        ({"name": "a", "command": ["x"], "tools": {"allow": ["p"], "deny": ["q"]}}, "either allow or deny"),
+        ({"name": "a", "command": ["x"], "start": "later"}, "plugins.remote.servers.0.start"),
+        ({"name": "a", "command": ["x"], "timeout": 3}, "unknown key 'plugins.remote.servers.0.timeout'"),
+        ({"name": "a", "command": ["x"], "max_concurrency": 0}, "plugins.remote.servers.0.max_concurrency"),
+        ({"name": "a", "command": ["x"], "headers": None, "env": {"K": {"vault": "x"}}}, "env.K"),
+    ],
+)
+def test_mistakes_are_refused_naming_the_key(tmp_path: Path, server: dict[str, Any], expected: str) -> None:
+    assert expected in _check(tmp_path, server)
+
+
+def test_server_names_are_unique(tmp_path: Path) -> None:
+    message = _check(tmp_path, {"name": "a", "command": ["x"]}, {"name": "a", "url": "http://h/mcp"})
+    assert "server names must be unique (repeated: a)" in message
+
+
+def test_secrets_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEARCH_TOKEN", "s3cret")
+    monkeypatch.delenv("UNSET_TOKEN", raising=False)
+    http = ServerConfig.model_validate(
+        {
+            "name": "search",
+            "url": "https://mcp.internal.example/mcp",
+            "headers": {"Authorization": {"env": "SEARCH_TOKEN"}, "X-Other": {"env": "UNSET_TOKEN"}},
+        }
+    )
+    stdio = ServerConfig.model_validate({"name": "s", "command": ["srv"], "env": {"API_KEY": {"env": "SEARCH_TOKEN"}}})
+    target = target_of(http)
+    assert isinstance(target, HttpTarget) and target.headers == {"Authorization": "s3cret"}
+    assert "s3cret" not in repr(http) and "s3cret" not in repr(target)
+    assert http.missing_secrets() == {"headers.X-Other": "UNSET_TOKEN"}
+    stdio_target = target_of(stdio)
+    assert isinstance(stdio_target, StdioTarget) and stdio_target.env == {"API_KEY": "s3cret"}
+    assert stdio_target.command == ("srv",)
+
+
+def test_the_issue_example_is_valid(tmp_path: Path) -> None:
+    config = RemoteConfig.model_validate(
+        {
+            "servers": [
+                {
+                    "name": "everything",
+                    "command": ["npx", "-y", "@modelcontextprotocol/server-everything"],
+                    "prefix": "ev_",
+                    "tools": {"allow": ["echo", "add"]},
+                },
+                {
+                    "name": "search",
+                    "url": "https://mcp.internal.example/mcp",
+                    "headers": {"Authorization": {"env": "SEARCH_TOKEN"}},
+                },
+            ]
+        }
+    )
+    everything, search = config.servers
+    assert everything.tools.admits("echo") and not everything.tools.admits("get-env")
+    assert (everything.start, everything.transport, search.transport) == ("lazy", "stdio", "http")

@@ -1,0 +1,270 @@
+"""A server built with the Python SDK, served over Streamable HTTP in a subprocess, fronted by the gateway: both
+protocol eras, progress and cancellation end to end, session expiry, list changes, credentials, scopes, quotas."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import mcp.types as mt
+import pytest
+from mcp import Client, StdioServerParameters
+
+from gateway.testing import http_gateway, running_gateway
+from tests.gateway.http_support import key_manager, mcp_client, sdk_refusal
+from tests.plugins.remote.support import HttpUpstream, eventually, remote_config, write_toml
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+def _server(upstream: HttpUpstream, **extra: Any) -> dict[str, Any]:
+    return {"name": "py", "url": upstream.url, "prefix": "py_", **extra}
+
+
+def _cancellations(upstream: HttpUpstream) -> list[str]:
+    return sorted(p.name for p in upstream.state.glob("cancelled-*"))
+
+
+@asynccontextmanager
+async def _downstream(transport: str, config: dict[str, Any], tmp_path: Path) -> AsyncIterator[Client]:
+    """The official client talking to a gateway over ``transport``: a ``gateway serve`` subprocess on stdio, or
+    HTTP on loopback."""
+    if transport == "stdio":
+        path = write_toml(tmp_path / "gateway.toml", config)
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "gateway", "serve", "--config", str(path)], env=dict(os.environ)
+        )
+        async with Client(params) as client:
+            yield client
+    else:
+        with http_gateway(config) as (base, _runtime):
+            async with Client(f"{base}/mcp") as client:
+                yield client
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_python_server_over_http(tmp_path: Path, py_http: HttpUpstream, protocol: str, transport: str):
+    """Both protocol eras upstream (``auto`` negotiates 2026-07-28 with this server), stdio and HTTP downstream."""
+    config = remote_config(tmp_path, [_server(py_http, protocol=protocol)])
+    async with _downstream(transport, config, tmp_path) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        added = await client.call_tool("py_add", {"a": 2, "b": 40})
+        greeting = await client.read_resource("py://greeting")
+        item = await client.read_resource("py://items/42")
+        prompt = await client.get_prompt("py_review", {"code": "x = 1"})
+        missing = None
+        try:
+            await client.get_prompt("py_review", {})
+        except Exception as exc:  # the host refuses before the server is asked
+            missing = exc
+
+        seen: list[tuple[float, str | None]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, message))
+
+        slow = await client.call_tool("py_slow", {"seconds": 0.3, "steps": 3}, progress_callback=on_progress)
+        with anyio.move_on_after(0.5):
+            await client.call_tool("py_slow", {"seconds": 30, "steps": 3})
+        cancelled_upstream = await eventually(lambda: len(_cancellations(py_http)) == 1)
+        after = await client.call_tool("py_echo", {"text": "after"})
+
+    assert tools["py_add"].output_schema["properties"]["total"]["type"] == "integer"
+    assert added.structured_content == {"total": 42}
+    assert greeting.contents[0].text == "hello from python"
+    assert json.loads(item.contents[0].text) == {"item": "42"}
+    assert "Please review this python code:\nx = 1" in prompt.messages[0].content.text
+    assert missing is not None and "code" in str(missing)
+    assert seen == [(1, "step 1"), (2, "step 2"), (3, "step 3")] and slow.structured_content
+    assert cancelled_upstream, "the cancellation did not reach the upstream server"
+    assert after.structured_content == {"result": "after"}
+
+
+@pytest.mark.parametrize(("protocol", "era"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+async def test_the_configured_protocol_era_is_used(tmp_path: Path, py_http: HttpUpstream, protocol: str, era: str):
+    async with running_gateway(remote_config(tmp_path, [_server(py_http, protocol=protocol)])) as client:
+        upstream = client.runtime.packs["remote"].upstreams[0]
+        assert upstream.session.protocol_version == era
+        assert (await client.call_tool("py_echo", {"text": era})).structured_content == {"result": era}
+
+
+async def test_session_expiry_reinitialises(tmp_path: Path, py_http: HttpUpstream):
+    """The server restarts and forgets the session (404 on its id): the gateway opens a new one and the call
+    succeeds, without the caller seeing anything."""
+    config = remote_config(tmp_path, [_server(py_http, protocol="legacy")])
+    async with running_gateway(config) as client:
+        upstream = client.runtime.packs["remote"].upstreams[0]
+        first = await client.call_tool("py_echo", {"text": "one"})
+        old = upstream.session
+        py_http.restart()
+        second = await client.call_tool("py_echo", {"text": "two"})
+        assert upstream.session is not old and upstream.state == "up"
+    assert first.structured_content == {"result": "one"}
+    assert second.structured_content == {"result": "two"} and not second.is_error
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_list_changes_travel_to_the_clients(tmp_path: Path, py_http: HttpUpstream, mode: str):
+    """The server adds a tool and says so; the gateway re-reads it and tells its own clients."""
+    config = remote_config(tmp_path, [_server(py_http)])
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            changed.set()
+
+    with http_gateway(config) as (base, _runtime):
+        async with Client(f"{base}/mcp", mode=mode, message_handler=on_message) as client:
+            before = {t.name for t in (await client.list_tools()).tools}
+            if mode == "legacy":
+                await client.call_tool("py_grow", {"name": "extra"})
+                with anyio.fail_after(20):
+                    await changed.wait()
+            else:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    await client.call_tool("py_grow", {"name": "extra"})
+                    with anyio.fail_after(20):
+                        await subscription.__anext__()
+            after = {t.name for t in (await client.list_tools(cache_mode="refresh")).tools}
+            extra = await client.call_tool("py_extra", {})
+    assert "py_extra" not in before and "py_extra" in after
+    assert extra.structured_content == {"result": "I am extra"}
+
+
+async def test_no_caller_credential_reaches_the_upstream(tmp_path: Path, py_http: HttpUpstream, monkeypatch):
+    """The caller's API key, bearer token and cookies stay at the gateway; the upstream sees only the headers
+    configured for it, the secret one read from the environment."""
+    monkeypatch.setenv("PY_UPSTREAM_TOKEN", "upstream-secret-1")
+    server = _server(
+        py_http, headers={"Authorization": {"env": "PY_UPSTREAM_TOKEN"}, "X-Tenant": "acme"}, scope="remote:py"
+    )
+    config = remote_config(tmp_path, [server], providers={"auth": "api_key"})
+    async with key_manager(config) as manager:
+        allowed = (await manager.create_key(name="ok", scopes=["remote:py"])).key
+        other = (await manager.create_key(name="no", scopes=["other"])).key
+    with http_gateway(config) as (base, _runtime):
+        caller = {"X-API-Key": allowed, "Cookie": "session=caller-cookie", "X-Forwarded-Authorization": "no"}
+        async with mcp_client(f"{base}/mcp", caller) as client:
+            recorded = await client.call_tool("py_whoami", {})
+        async with mcp_client(f"{base}/mcp", {"X-API-Key": other}) as client:
+            hidden = {t.name for t in (await client.list_tools()).tools}
+        refused = await sdk_refusal(f"{base}/mcp", {"X-API-Key": other}, tool="py_echo")
+        rest = httpx.post(f"{base}/api/v1/tools/py_whoami", json={}, headers={"X-API-Key": allowed}, timeout=30)
+    files = sorted(py_http.state.glob("headers-*.json"))
+    seen = [json.loads(path.read_text()) for path in files]
+    assert recorded.structured_content == {"result": "recorded"} and rest.status_code == 200
+    assert len(seen) == 2
+    for headers in seen:
+        assert headers["authorization"] == "upstream-secret-1"
+        assert headers["x-tenant"] == "acme"
+        assert "x-api-key" not in headers and "cookie" not in headers and "x-forwarded-authorization" not in headers
+        assert allowed not in json.dumps(headers)
+    assert not any(name.startswith("py_") for name in hidden)
+    assert "remote:py" in refused.message
+
+
+async def test_rate_limit_rules_name_remote_tools(tmp_path: Path, py_http: HttpUpstream):
+    rule = {"name": "py", "tools": ["py_echo"], "kind": "daily", "limit": 2}
+    quota = {
+        "pipeline": {"interceptors": [{"name": "rate_limit"}]},
+        "plugins": {"interceptor": {"rate_limit": {"rules": [rule]}}},
+    }
+    config = remote_config(tmp_path, [_server(py_http)], **quota)
+    async with running_gateway(config) as client:
+        answers = [await client.call_tool("py_echo", {"text": str(i)}) for i in range(3)]
+        other = await client.call_tool("py_add", {"a": 1, "b": 1})
+    assert [a.is_error for a in answers] == [False, False, True]
+    assert json.loads(answers[2].content[0].text)["error"]["code"] == "rate_limit_exceeded"
+    assert not other.is_error
+
+
+async def test_a_server_killed_mid_call_fails_the_call_and_comes_back(tmp_path: Path, py_http: HttpUpstream):
+    config = remote_config(tmp_path, [_server(py_http, restart_backoff_seconds=0.2)])
+    async with running_gateway(config) as client:
+        async with anyio.create_task_group() as tg:
+            results: list[Any] = []
+
+            async def long_call() -> None:
+                results.append(await client.call_tool("py_slow", {"seconds": 20, "steps": 2}))
+
+            tg.start_soon(long_call)
+            await anyio.sleep(0.5)
+            py_http.kill()
+        failed = results[0]
+        py_http.start()
+        after = await client.call_tool("py_echo", {"text": "back"})
+    error = json.loads(failed.content[0].text)["error"]
+    assert failed.is_error and error["code"] == "upstream_unavailable"
+    assert error["details"]["upstream"] == "py" and "'py'" in error["message"]
+    assert after.structured_content == {"result": "back"}
+
+
+async def test_metrics_count_remote_calls_per_upstream(tmp_path: Path, py_http: HttpUpstream):
+    config = remote_config(tmp_path, [_server(py_http)], providers={"auth": "api_key"})
+    async with key_manager(config) as manager:
+        key = (await manager.create_key(name="k", scopes=[])).key
+    with http_gateway(config) as (base, _runtime):
+        async with mcp_client(f"{base}/mcp", {"X-API-Key": key}) as client:
+            await client.call_tool("py_echo", {"text": "secret-argument-value"})
+            await client.call_tool("py_add", {"a": "not a number", "b": 1})
+        anonymous = httpx.get(f"{base}/metrics", timeout=30)
+        scraped = httpx.get(f"{base}/metrics", headers={"X-API-Key": key}, timeout=30)
+    text = scraped.text
+    labels = 'pack="remote",tool="py_echo",upstream="py"'
+    assert anonymous.status_code == 401
+    assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
+    assert f"gateway_tool_calls_total{{{labels}}} 1.0" in text
+    assert 'gateway_tool_errors_total{code="validation_error",pack="remote",tool="py_add",upstream="py"} 1.0' in text
+    assert f"gateway_tool_call_duration_seconds_count{{{labels}}} 1.0" in text
+    assert 'gateway_upstream_up{pack="remote",upstream="py"} 1.0' in text
+    assert "secret-argument-value" not in text and key not in text
+
+
+async def test_allow_and_deny_lists(tmp_path: Path, py_http: HttpUpstream):
+    servers = [
+        _server(py_http, name="only", prefix="a_", tools={"allow": ["echo", "add"]}),
+        _server(py_http, name="most", prefix="b_", tools={"deny": ["leak", "grow"]}),
+    ]
+    async with running_gateway(remote_config(tmp_path, servers)) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+    assert {n for n in names if n.startswith("a_")} == {"a_echo", "a_add"}
+    assert {n for n in names if n.startswith("b_")} == {
+        "b_echo",
+        "b_add",
+        "b_slow",
+        "b_overlap",
+        "b_pause",
+        "b_pid",
+        "b_whoami",
+    }
+
+
+async def test_a_server_down_at_start_joins_when_it_comes_up(tmp_path: Path, py_http: HttpUpstream):
+    """The gateway starts without it; once it answers, its tools appear and connected clients are told."""
+    py_http.kill()
+    server = _server(py_http, restart_backoff_seconds=0.2, max_backoff_seconds=0.5, connect_timeout_seconds=2)
+    announced = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            announced.set()
+
+    with http_gateway(remote_config(tmp_path, [server])) as (base, runtime):
+        async with Client(f"{base}/mcp", mode="legacy", message_handler=on_message) as client:
+            before = {t.name for t in (await client.list_tools()).tools}
+            state_before = runtime.packs["remote"].upstreams[0].state
+            py_http.start()
+            with anyio.fail_after(30):
+                await announced.wait()
+            after = {t.name for t in (await client.list_tools()).tools}
+            echo = await client.call_tool("py_echo", {"text": "joined"})
+    assert not before and state_before in ("down", "starting")
+    assert "py_echo" in after and echo.structured_content == {"result": "joined"}
