@@ -1,4 +1,5 @@
-"""Code-search quality of the context pack on the benchmark of ``../shared/eval/context`` (development split).
+"""Code-search quality of the context pack on the benchmark of ``../shared/eval/context`` (development split) or on
+the held-out split of ``bench/data/context_heldout`` (other packages, same rules).
 
 Each package is indexed into a deployment of its own (the protocol scores each package against its own index) through
 the pack's own tools (``context.connector_management`` add, ``context.index_control``
@@ -8,6 +9,8 @@ start, status until done) and every question is asked through ``context.search``
 
     bash ../shared/eval/context/fetch_corpus.sh            # once: the pinned packages
     ./dev python bench/context_eval.py [--ablation] [--no-embed] [--corpus ~/.cache/cebench/src]
+    bash bench/data/context_heldout/fetch_corpus.sh       # once: the held-out packages
+    ./dev python bench/context_eval.py --split heldout [--ablation]
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +34,39 @@ from gateway.testing import running_gateway
 from gateway_plugins.context.chunking import chunk_file
 
 EVAL = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "context"
-ROOTS = {"flask": "flask-3.0.3", "httpx": "httpx-0.27.2", "express": "express-4.21.1/package"}
+HELDOUT = Path(__file__).resolve().parent / "data" / "context_heldout"
+
+
+@dataclass(frozen=True)
+class Split:
+    """A query file, its gold checker, the default corpus folder and each package's root inside it."""
+
+    queries: Path
+    verify: Path
+    corpus: Path
+    roots: dict[str, str]
+
+
+def _heldout_roots() -> dict[str, str]:
+    return {name: pin["root"] for name, pin in json.loads((HELDOUT / "corpus.json").read_text()).items()}
+
+
+SPLITS = {
+    "dev": lambda: Split(
+        EVAL / "queries_dev.jsonl",
+        EVAL / "verify_gold.py",
+        Path.home() / ".cache" / "cebench" / "src",
+        {"flask": "flask-3.0.3", "httpx": "httpx-0.27.2", "express": "express-4.21.1/package"},
+    ),
+    "heldout": lambda: Split(
+        HELDOUT / "queries_heldout.jsonl",
+        HELDOUT / "verify_gold.py",
+        Path.home() / ".cache" / "cebench-heldout" / "src",
+        _heldout_roots(),
+    ),
+}
+ROOTS: dict[str, str] = {}
+"""Package -> repository root under the corpus folder, of the split being run."""
 
 ABLATION: dict[str, dict[str, Any]] = {
     "lexical only (BM25, identifier-aware)": {
@@ -153,8 +189,9 @@ def main() -> None:
 
     configure_logging("warning")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=Path.home() / ".cache" / "cebench" / "src")
-    parser.add_argument("--queries", type=Path, default=EVAL / "queries_dev.jsonl")
+    parser.add_argument("--split", choices=sorted(SPLITS), default="dev", help="which benchmark split to run")
+    parser.add_argument("--corpus", type=Path, help="folder of the unpacked packages (default: the split's)")
+    parser.add_argument("--queries", type=Path, help="a query file of the split's packages (default: the split's)")
     parser.add_argument("--ablation", action="store_true", help="also print each ranking stage's contribution")
     parser.add_argument("--no-embed", action="store_true", help="index without the embedder (lexical only)")
     parser.add_argument("--misses", action="store_true", help="print the queries the full pipeline misses")
@@ -169,12 +206,17 @@ def main() -> None:
     for option in args.option:
         key, _, value = option.partition("=")
         PACK_OPTIONS[key] = json.loads(value)
+    split = SPLITS[args.split]()
+    args.corpus = args.corpus or split.corpus
+    args.queries = args.queries or split.queries
     queries = [json.loads(line) for line in args.queries.read_text().splitlines() if line.strip()]
+    asked = {query["package"] for query in queries}
+    ROOTS.update((package, root) for package, root in split.roots.items() if package in asked)
     spans_file = Path(tempfile.mkdtemp()) / "spans.jsonl"
     subprocess.run(
         [
             sys.executable,
-            str(EVAL / "verify_gold.py"),
+            str(split.verify),
             "--corpus",
             str(args.corpus),
             "--queries",

@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["STOPWORDS", "identifier_parts", "query_identifiers", "stem", "tokenize", "words"]
+__all__ = [
+    "STOPWORDS",
+    "ErrorHead",
+    "error_head",
+    "identifier_parts",
+    "query_identifiers",
+    "stem",
+    "tokenize",
+    "words",
+]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -30,13 +40,47 @@ STOPWORDS = frozenset(
 """English words that carry no meaning in a code-search question (dropped from queries, not from documents)."""
 
 
+_BRITISH = (
+    (
+        re.compile(
+            r"^(colo|behavio|favo|hono|flavo|labo|neighbo|humo|rumo|vapo|armo|harbo|rigo|vigo|savo|endeavo|odo)ur"
+        ),
+        r"\1r",
+    ),
+    (
+        re.compile(
+            r"^(normal|initial|serial|deserial|recogn|organ|optim|custom|final|material|synchron|author|util|summar"
+            r"|priorit|visual|minim|maxim|emphas|real|special|standard|token|local|capital|categor|sanit|stabil"
+            r"|parametr|parameter|memo|random|general|critic|modern|central|legal|normal|serial)is(e|ed|es|ing|ation"
+            r"|ations|er|ers)$"
+        ),
+        r"\1iz\2",
+    ),
+    (re.compile(r"^(anal|paral|catal)ys(e|ed|es|ing)$"), r"\1yz\2"),
+    (re.compile(r"^(cent|met|fib|theat)re(s|d)?$"), r"\1er\2"),
+    (re.compile(r"^(catalog|dialog|analog)ue(s)?$"), r"\1\2"),
+    (re.compile(r"^licenc(e|es|ed|ing)$"), r"licens\1"),
+    (re.compile(r"^grey(s)?$"), r"gray\1"),
+)
+"""British spellings and their American forms (code is written in American English: ``color``, ``normalize``,
+``center``), applied before stemming so that a question written "colour" meets ``color`` in the code."""
+
+
+def _american(word: str) -> str:
+    for pattern, replacement in _BRITISH:
+        word, count = pattern.subn(replacement, word)
+        if count:
+            break
+    return word
+
+
 @lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
-    """The lower-cased Snowball stem of ``word``."""
+    """The lower-cased Snowball stem of ``word`` (British spellings first in their American form)."""
     lowered = word.lower()
     if len(lowered) <= 3 or not lowered.isalpha():
         return lowered
-    return _STEMMER.stemWord(lowered)
+    return _STEMMER.stemWord(_american(lowered))
 
 
 @lru_cache(maxsize=200_000)
@@ -107,3 +151,30 @@ def _is_sentence_dot(token: str) -> bool:
 
 def unique(tokens: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(tokens))
+
+
+_ERROR_HEAD = re.compile(r"^\s*((?:[A-Za-z_][\w$]*\.)*)([A-Z][\w$]*)\s*:\s+(?=\S)", re.M)
+
+
+@dataclass(frozen=True)
+class ErrorHead:
+    """The exception type at the head of a pasted error line (``jinja2.exceptions.TemplateSyntaxError: ...``)."""
+
+    qualified: str
+    """As written, module path included (``jinja2.exceptions.TemplateSyntaxError``)."""
+    name: str
+    """The type's own name (``TemplateSyntaxError``)."""
+    module: str
+    """The module path before it, without the final dot (``jinja2.exceptions``), or empty."""
+
+
+def error_head(query: str) -> ErrorHead | None:
+    """The exception type a pasted error starts a line with: a capitalised (optionally module-qualified) name
+    followed by a colon and the message (``TypeError: ...``, ``rich.errors.MarkupError: ...``, ``Error: ...``).
+
+    It says what *kind* of error was raised, not where: the message after it is what identifies the raise site."""
+    match = _ERROR_HEAD.search(query)
+    if match is None:
+        return None
+    module, name = match.group(1).rstrip("."), match.group(2)
+    return ErrorHead(f"{module}.{name}" if module else name, name, module)

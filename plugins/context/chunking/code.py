@@ -4,6 +4,10 @@ The walk is the same for every language; what differs (which nodes define someth
 where a container's members live) is a :class:`Definitions` strategy per language in :mod:`.definitions`. A class
 chunk holds the class's own lines (header, docstring, attributes) without its methods, which get chunks of their
 own; top-level code between definitions becomes ``module`` chunks of at most :data:`MODULE_WINDOW` lines.
+
+A definition's chunk starts at the comment block right above it (a JSDoc, a Go or Java doc comment), at every
+depth: the doc comment of a class method describes the method, and left to the class chunk it would make the class
+answer for what each of its methods does.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ _STRING_TYPES = frozenset(
     {"string", "template_string", "interpreted_string_literal", "raw_string_literal", "string_literal"}
 )
 _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
+_CONCAT_TYPES = frozenset({"binary_expression", "binary_operator"})
+"""``+`` expressions (JavaScript/TypeScript/Go/Java/Rust ``binary_expression``, Python ``binary_operator``)."""
 
 _IMPORTS = {
     "python": (
@@ -60,17 +66,53 @@ def _imports(language: str, text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _string_text(node: Any, source: bytes) -> str:
+    text = source[node.start_byte : node.end_byte].decode("utf-8", "replace")
+    return text.lstrip("rbuRBUfF").strip("'\"`")
+
+
+def _concatenation(node: Any) -> list[Any] | None:
+    """The operands of a ``+`` chain holding at least one string literal (``'Failed to lookup view "' + name``),
+    else ``None``."""
+    if node.type not in _CONCAT_TYPES:
+        return None
+    operands: list[Any] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        operator = current.child_by_field_name("operator")
+        if current.type in _CONCAT_TYPES and operator is not None and operator.type == "+":
+            stack.extend(reversed([current.child_by_field_name("left"), current.child_by_field_name("right")]))
+        elif current is not None:
+            operands.append(current)
+    return operands if any(o.type in _STRING_TYPES for o in operands) else None
+
+
 def _strings(root: Any, source: bytes) -> list[tuple[int, str]]:
-    """(line, text) of every string literal, quotes stripped."""
+    """(line, text) of every string literal, quotes stripped, docstrings left out (the chunk's text has them: they
+    document, while these are what code raises, logs or formats). A message built from pieces is one literal: Python's
+    implicit concatenation (``"has no" " attribute"``) joins its parts, and a ``+`` chain puts ``{}`` where a
+    non-literal operand goes, as a format placeholder would stand (``'Failed to lookup view "{}" in views {}'``)."""
     out: list[tuple[int, str]] = []
     stack = [root]
     while stack:
         node = stack.pop()
-        if node.type in _STRING_TYPES:
-            text = source[node.start_byte : node.end_byte].decode("utf-8", "replace")
-            text = text.lstrip("rbuRBUfF").strip("'\"`")
+        if node.type == "expression_statement" and node.named_child_count == 1:
+            only = node.named_children[0]
+            if only.type in _STRING_TYPES or only.type == "concatenated_string":
+                continue  # a docstring or a directive ('use strict'): documentation, not a message
+        if node.type in _STRING_TYPES or node.type == "concatenated_string":
+            parts = [c for c in node.named_children if c.type in _STRING_TYPES] or [node]
+            text = "".join(_string_text(part, source) for part in parts)
             if len(text) > 3:
                 out.append((node.start_point[0] + 1, text))
+            continue
+        operands = _concatenation(node)
+        if operands is not None:
+            text = "".join(_string_text(o, source) if o.type in _STRING_TYPES else "{}" for o in operands)
+            if len(text) > 3:
+                out.append((node.start_point[0] + 1, text))
+            stack.extend(o for o in operands if o.type not in _STRING_TYPES)  # literals inside calls, etc.
             continue
         stack.extend(node.children)
     return out
@@ -98,7 +140,7 @@ def chunk_code(language: str, text: str) -> ChunkedFile:
     owner = [-1] * (n_lines + 2)
     spans: list[tuple[int, int]] = []
     for index, definition in enumerate(ordered):
-        start = _leading_comment_start(definition.node) if definition.depth == 0 else definition.node.start_point[0] + 1
+        start = _leading_comment_start(definition.node)
         end = definition.node.end_point[0] + 1
         spans.append((start, end))
         for line in range(start, end + 1):

@@ -11,11 +11,14 @@ each contributes. The stages, in order:
 3. **definitions** (structural): a chunk that *defines* an identifier the question names (``url_for``,
    ``Blueprint.register``, ``res.sendFile``) is boosted.
 4. **messages**: a pasted error text is matched against the string literals of each candidate: the raise site
-   carries the message.
+   carries the message (:mod:`.messages`). The exception type at the head of a pasted error
+   (``jinja2.exceptions.TemplateSyntaxError: ...``) says what kind of error it is, not where it is raised: its
+   words weigh less and its module path none, and its class definition gets a smaller boost.
 5. **priors** (structural): tests, examples and docs are down-weighted unless the question asks about them; code is
    what a behaviour question is about.
 6. **dense**: cosine similarity from the embedder chain, added with a weight.
-7. **graph**: the active file, and the files it imports or that import it, are boosted.
+7. **graph**: the active file, and the files it imports or that import it, are boosted; the active file more when
+   the question points at it ("how is X done here?", "in this module").
 8. **work context**: the tickets being worked on (``work_context.open_ticket_ids``, the ticket in ``git_branch``),
    the documents that mention them and the files their pull requests changed are boosted (the caller finds them:
    :func:`gateway_plugins.context.links.work_context_boosts`).
@@ -33,19 +36,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from gateway_plugins.context.retrieval.graph import ImportGraph
+from gateway_plugins.context.retrieval.messages import Literal, literal_of, query_text, quote_score
 from gateway_plugins.context.retrieval.search_index import KIND_CLASS, KIND_MODULE, SearchIndex
-from gateway_plugins.context.tokens import query_identifiers, tokenize, words
+from gateway_plugins.context.tokens import error_head, query_identifiers, tokenize
 
 __all__ = ["RankedChunk", "Ranker", "RankingOptions"]
 
 _ASKS_TESTS = re.compile(r"\b(?:tests?|testing|pytest|unittest|spec|fixtures?)\b", re.I)
 _ASKS_DOCS = re.compile(r"\b(?:docs?|documentation|readme|changelog|tutorial|guide)\b", re.I)
 _ASKS_EXAMPLES = re.compile(r"\b(?:examples?|samples?|demo)\b", re.I)
-
-
-def _trigrams(text: str) -> set[tuple[str, ...]]:
-    tokens = [w.lower() for w in words(text)]
-    return {tuple(tokens[i : i + 3]) for i in range(len(tokens) - 2)}
+_POINTS_HERE = re.compile(r"\b(?:here|th(?:is|ese) (?:file|module|class|function|method|code|script)s?|these)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,8 @@ class RankingOptions:
     name_weight: float = 0.6
     path_weight: float = 0.35
     definition_boost: float = 1.0
+    error_type_weight: float = 0.3
+    """Weight of the words (and share of the definition boost) of the exception type heading a pasted error."""
     messages: bool = True
     message_boost: float = 1.2
     test_penalty: float = 0.35
@@ -70,6 +72,8 @@ class RankingOptions:
     dense_weight: float = 0.3
     graph: bool = True
     active_file_boost: float = 0.6
+    here_boost: float = 0.4
+    """Added to the active file's boost when the question points at it ("here", "this module", "these")."""
     neighbour_boost: float = 0.25
     second_chunk_bonus: float = 0.15
     candidates: int = 400
@@ -98,13 +102,28 @@ class Ranker:
         self.index = index
         self.options = options or RankingOptions()
         self.graph = ImportGraph(index)
-        self._grams: dict[int, list[set[tuple[str, ...]]]] = {}
+        self._literals: dict[int, tuple[Literal, ...]] = {}
+        """Each chunk's string literals prepared for quote matching (rows never change content: computed once)."""
         self._prior_cache: dict[tuple[bool, bool, bool], np.ndarray] = {}
         self._priors_version = -1
-        """Word trigrams of each chunk's string literals (rows never change content: computed once)."""
 
     def query_terms(self, query: str) -> dict[str, float]:
-        return dict.fromkeys(tokenize(query, drop_stopwords=True), 1.0)
+        """Query tokens and their weights: 1, except the exception type heading a pasted error (its module path is
+        left out: it names where the exception class lives, not the raise site)."""
+        head = error_head(query)
+        if head is None:
+            return dict.fromkeys(tokenize(query, drop_stopwords=True), 1.0)
+        body = query.replace(head.qualified, " ", 1)
+        terms = dict.fromkeys(tokenize(body, drop_stopwords=True), 1.0)
+        for token in tokenize(head.name):
+            terms.setdefault(token, self.options.error_type_weight)
+        return terms
+
+    def _definition_weight(self, identifier: str, query: str) -> float:
+        head = error_head(query)
+        if head is not None and identifier in (head.qualified, head.name):
+            return self.options.error_type_weight
+        return 1.0
 
     def lexical(self, query: str) -> np.ndarray:
         """Stages 1-3 (lexical, names and paths, definitions): a score per row, before dense and the rest. Split
@@ -112,17 +131,18 @@ class Ranker:
         index, opts = self.index, self.options
         n = index.size
         terms = self.query_terms(query)
-        ideal = sum(index.content.idf(t) for t in terms) or 1.0
+        ideal = sum(index.content.idf(t) * w for t, w in terms.items()) or 1.0
         score = _normalised(index.content.scores(terms, n), ideal)
         if opts.structural:
-            name_ideal = sum(index.names.idf(t) for t in terms) or 1.0
+            name_ideal = sum(index.names.idf(t) * w for t, w in terms.items()) or 1.0
             score += opts.name_weight * _normalised(index.names.scores(terms, n), name_ideal)
-            path_ideal = sum(index.paths.idf(t) for t in terms) or 1.0
+            path_ideal = sum(index.paths.idf(t) * w for t, w in terms.items()) or 1.0
             file_scores = _normalised(index.paths.scores(terms, len(index.files)), path_ideal)
             score += opts.path_weight * file_scores[index.file_of]
             for identifier in query_identifiers(query):
+                boost = opts.definition_boost * self._definition_weight(identifier, query)
                 for row in index.rows_with_symbol(identifier):
-                    score[row] += opts.definition_boost
+                    score[row] += boost
         return score
 
     def rank(
@@ -160,7 +180,7 @@ class Ranker:
         if opts.structural:
             self._priors(query, score)
         if opts.graph and active_file is not None:
-            self._graph_boost(active_file, score)
+            self._graph_boost(active_file, score, points_here=bool(_POINTS_HERE.search(query)))
         for file_row, factor in (boost_files or {}).items():
             score[self.index.files[file_row].rows] *= factor
         return self._top(score, limit)
@@ -173,25 +193,21 @@ class Ranker:
     def _message_boost(self, query: str, score: np.ndarray) -> None:
         """Boost candidates holding a string literal the question quotes (the raise site of a pasted error).
 
-        A quote is a run of words in the same order: word trigrams of the literal found among the question's.
-        Paraphrases share words with help texts but not runs of them, so they are left alone."""
-        query_grams = _trigrams(query)
-        if not query_grams:
+        See :mod:`.messages`: runs of words in the same order, literals split at their format placeholders."""
+        quoted = query_text(query)
+        if len(quoted.words) < 3:
             return
         for row in self._candidates(score, self.options.candidates):
-            best = 0.0
-            for grams in self._literal_grams(int(row)):
-                matched = len(grams & query_grams)
-                if matched >= 2:
-                    best = max(best, matched / len(grams))
+            best = max((quote_score(literal, quoted) for literal in self._chunk_literals(int(row))), default=0.0)
             if best >= 0.3:
                 score[row] += self.options.message_boost * best
 
-    def _literal_grams(self, row: int) -> list[set[tuple[str, ...]]]:
-        grams = self._grams.get(row)
-        if grams is None:
-            grams = self._grams[row] = [g for g in map(_trigrams, self.index.chunks[row].strings) if g]
-        return grams
+    def _chunk_literals(self, row: int) -> tuple[Literal, ...]:
+        literals = self._literals.get(row)
+        if literals is None:
+            prepared = (literal_of(text) for text in self.index.chunks[row].strings)
+            literals = self._literals[row] = tuple(literal for literal in prepared if literal is not None)
+        return literals
 
     def _priors(self, query: str, score: np.ndarray) -> None:
         asked = (bool(_ASKS_TESTS.search(query)), bool(_ASKS_EXAMPLES.search(query)), bool(_ASKS_DOCS.search(query)))
@@ -219,11 +235,11 @@ class Ranker:
         self._prior_cache[asked] = factors
         return factors
 
-    def _graph_boost(self, active_file: int, score: np.ndarray) -> None:
+    def _graph_boost(self, active_file: int, score: np.ndarray, *, points_here: bool) -> None:
         opts = self.options
         imports, importers = self.graph.neighbours(active_file)
         rows = self.index.files[active_file].rows
-        score[rows] *= 1.0 + opts.active_file_boost
+        score[rows] *= 1.0 + opts.active_file_boost + (opts.here_boost if points_here else 0.0)
         for neighbour in imports | importers:
             score[self.index.files[neighbour].rows] *= 1.0 + opts.neighbour_boost
 

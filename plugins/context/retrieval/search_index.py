@@ -101,11 +101,15 @@ class SearchIndex:
         self.file_by_id: dict[str, int] = {}
         self.file_by_path: dict[tuple[str, str], int] = {}
         self.row_by_chunk: dict[str, int] = {}
-        self.content = BM25Field()
+        self.content = BM25Field(b=0.5)
+        """Chunk content. Length normalisation is milder than prose's usual 0.75: a function chunk runs from two lines
+        to hundreds, and the long ones are a code base's central routines (a parser's main loop, a command's
+        argument handling), not verbose documents repeating a word."""
         self.names = BM25Field(b=0.3)
         self.paths = BM25Field(b=0.3)
         self.symbols: dict[str, list[int]] = {}
-        """Exact qualified name -> rows; also the last component, lower-cased, with a ``~`` prefix."""
+        """Exact qualified name -> rows; also the last component with a ``~`` prefix (case kept: identifiers are
+        case-sensitive, and ``user.name`` in a question is not the class ``Name``)."""
         self.version = 0
         self._file_arrays: dict[str, np.ndarray] = {}
         self._file_arrays_version = -1
@@ -169,7 +173,7 @@ class SearchIndex:
             self.names.add(row, names)
             if chunk.symbol:
                 self.symbols.setdefault(chunk.symbol, []).append(row)
-                last = re.split(r"[.:#]+", chunk.symbol)[-1].lower()
+                last = re.split(r"[.:#]+", chunk.symbol)[-1]
                 self.symbols.setdefault("~" + last, []).append(row)
         self.version += 1
 
@@ -195,7 +199,7 @@ class SearchIndex:
 
     def rows_with_symbol(self, name: str) -> list[int]:
         """Live rows defining ``name`` (exact qualified name, or its last component when no exact match)."""
-        rows = self.symbols.get(name) or self.symbols.get("~" + re.split(r"[.:#]+", name)[-1].lower(), [])
+        rows = self.symbols.get(name) or self.symbols.get("~" + re.split(r"[.:#]+", name)[-1], [])
         return [row for row in rows if self.alive[row]]
 
     def file_arrays(self) -> dict[str, np.ndarray]:

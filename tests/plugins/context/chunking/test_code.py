@@ -133,6 +133,18 @@ def test_javascript_names_as_the_code_writes_them() -> None:
     assert chunk_file("lib/response.js", JAVASCRIPT).imports == ["methods", "./layer"]
 
 
+def test_a_method_doc_comment_belongs_to_the_method_not_its_class() -> None:
+    text = (
+        "class Command {\n"
+        "  /**\n   * Register a hook that runs before the action.\n   */\n"
+        "  hook(event, listener) {\n    this.hooks[event] = listener;\n  }\n"
+        "}\n"
+    )
+    chunks = {c.symbol: c for c in chunk_file("lib/command.js", text).chunks}
+    assert chunks["Command.hook"].start_line == 2 and "runs before the action" in chunks["Command.hook"].content
+    assert "runs before the action" not in chunks["Command"].content
+
+
 def test_typescript_go_java_rust() -> None:
     ts = symbols(
         "src/a.ts",
@@ -161,3 +173,37 @@ def test_typescript_go_java_rust() -> None:
 def test_a_syntax_error_still_gives_chunks() -> None:
     chunked = chunk_file("broken.py", "def ok():\n    return 1\n\ndef broken(:\n    pass\n")
     assert any(c.symbol == "ok" for c in chunked.chunks)
+
+
+def test_a_message_built_from_pieces_is_one_literal() -> None:
+    python = (
+        'def fail(self):\n    raise KeyError(f"{self.obj!r} has no"\n                   f" attribute {self.name!r}")\n'
+    )
+    assert chunk_file("pkg/runtime.py", python).chunks[0].strings == ("{self.obj!r} has no attribute {self.name!r}",)
+    javascript = (
+        "function lookup(name, dirs) {\n"
+        "  throw new Error('Failed to lookup view \"' + name + '\" in views ' + dirs.join(' and the '));\n"
+        "}\n"
+    )
+    # a non-literal operand stands where a placeholder would; literals inside it are kept on their own
+    assert set(chunk_file("lib/view.js", javascript).chunks[0].strings) == {
+        "Failed to lookup view {} in views {}",
+        " and the ",
+    }
+
+
+def test_docstrings_and_directives_are_not_message_literals() -> None:
+    python = (
+        '"""Module docs that say how the parser works."""\n\n\n'
+        "def parse(text):\n"
+        '    """Parse the text and raise when a block is defined twice."""\n'
+        '    "a bare string statement documents too"\n'
+        '    raise ValueError(f"block {text!r} defined twice")\n'
+    )
+    chunked = chunk_file("pkg/parser.py", python)
+    (parse,) = [c for c in chunked.chunks if c.symbol == "parse"]
+    assert parse.strings == ("block {text!r} defined twice",)  # the docstring stays in the text, not the messages
+    assert "raise when a block is defined twice" in parse.content
+    assert all("Module docs" not in s for c in chunked.chunks for s in c.strings)
+    javascript = "'use strict';\n\nfunction fail(name) {\n  throw new Error('No such command ' + name);\n}\n"
+    assert [s for c in chunk_file("lib/cmd.js", javascript).chunks for s in c.strings] == ["No such command {}"]

@@ -100,3 +100,86 @@ def test_removed_files_never_rank() -> None:
     index.remove_file("f0")
     ranked = Ranker(index).rank("session cookie sent again", limit=10)
     assert all(index.files[index.chunks[r.row].file_row].path != "pkg/sessions.py" for r in ranked)
+
+
+def build_from(files: dict[str, str]) -> SearchIndex:
+    index = SearchIndex()
+    for n, (path, text) in enumerate(files.items()):
+        chunked = chunk_file(path, text)
+        entry = FileEntry(f"f{n}", "c", path, language_of(path), 0.0, tuple(chunked.imports))
+        rows = [
+            (
+                ChunkEntry(f"f{n}:{i}", 0, c.kind, c.symbol, c.start_line, c.end_line, c.strings),
+                tokenize(c.content) + tokenize(path),
+            )
+            for i, c in enumerate(chunked.chunks)
+        ]
+        index.add_file(entry, rows)
+    return index
+
+
+def test_a_pasted_error_of_a_project_exception_finds_the_raise_site_not_the_class() -> None:
+    index = build_from(
+        {
+            "pkg/exceptions.py": (
+                "class TemplateSyntaxError(Exception):\n"
+                '    """Raised to tell the user that there is a problem with the template syntax."""\n'
+            ),
+            "pkg/parser.py": (
+                "from .exceptions import TemplateSyntaxError\n\n"
+                "def parse_block(stream):\n"
+                "    if stream.current == '-':\n"
+                "        raise TemplateSyntaxError(f'Block names may not contain hyphens, got {stream.name!r}.')\n"
+            ),
+        }
+    )
+    question = "pkg.exceptions.TemplateSyntaxError: Block names may not contain hyphens, got 'side-bar'."
+    ranked = Ranker(index).rank(question, limit=3)
+    assert index.chunks[ranked[0].row].symbol == "parse_block"
+    # the type's definition is still found, below the raise site
+    assert "TemplateSyntaxError" in [index.chunks[r.row].symbol for r in ranked]
+
+
+def test_type_declarations_rank_below_the_implementation() -> None:
+    # the declaration restates the documentation at more length; the implementation is what the question is about
+    index = build_from(
+        {
+            "types/index.d.ts": (
+                "/**\n * Add a hook for an event: the hook callback runs before the action handler\n"
+                " * of this command and before the action handler of its subcommands.\n */\n"
+                "export function hook(event: string, listener: Function): void;\n"
+            ),
+            "lib/hooks.js": (
+                "/**\n * Add a hook for an event: the callback runs before the action handler.\n */\n"
+                "function hook(event, listener) {\n  hooks[event] = listener;\n}\n"
+            ),
+        }
+    )
+    ranked = Ranker(index).rank("which hook callbacks run for subcommands before the action handler?", limit=5)
+    assert top_path(index, ranked) == "lib/hooks.js"
+
+
+def test_a_dotted_name_falls_back_to_its_last_part_with_the_same_case() -> None:
+    index = build_from(
+        {
+            "pkg/nodes.py": "class Name:\n    pass\n",
+            "pkg/router.py": "class Router:\n    def use(self, fn):\n        return fn\n",
+        }
+    )
+    # ``app.use`` is not defined as such: its last part finds ``Router.use`` ...
+    assert [index.chunks[r].symbol for r in index.rows_with_symbol("app.use")] == ["Router.use"]
+    # ... but an example value such as ``user.name`` is not the class ``Name`` (identifiers are case-sensitive)
+    assert index.rows_with_symbol("user.name") == []
+
+
+def test_a_question_pointing_at_the_open_file_favours_it_more() -> None:
+    index = build()
+    sessions = index.file_by_path[("c", "pkg/sessions.py")]
+
+    def score_of_sessions(question: str) -> float:
+        ranked = Ranker(index).rank(question, limit=10, active_file=sessions)
+        return next(r.score for r in ranked if index.chunks[r.row].file_row == sessions)
+
+    # "here" is a stop-word: the lexical score is the same, only the pointing differs
+    plain = score_of_sessions("when is the session cookie sent again")
+    assert score_of_sessions("when is the session cookie sent again here") > plain * 1.2
