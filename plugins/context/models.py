@@ -169,7 +169,7 @@ class ConnectorInput(_In):
     action: Literal["list", "add", "update", "remove"]
     connector_id: str | None = None
     connector_config: dict[str, Any] | None = Field(
-        None, description='For add/update: {"type": "file", "name": ..., "root": ...} and the type\'s options'
+        None, description='For add/update: {"type": <file|github|jira|slack|...>, "name": ...} and the type\'s options'
     )
 
 

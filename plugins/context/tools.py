@@ -121,8 +121,11 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
         ),
         Tool(
             "context.connector_management",
-            'Manage data source connectors: list, add (connector_config {"type": "file", "name": ..., '
-            '"root": "/path/to/repo"}), update, remove (its indexed content is removed too).',
+            "Manage data source connectors: list, add, update, remove (its indexed content is removed too). "
+            'connector_config names an installed connector type and its options: {"type": "file", "name": ..., '
+            '"root": "/path/to/repo"}, {"type": "github", "name": ..., "repository": "org/repo", '
+            '"token": {"env": "GITHUB_TOKEN"}}, "jira" or "slack" likewise; an unknown type or option is refused '
+            "naming the field.",
             ConnectorInput,
             ConnectorOutput,
             connectors_tool,
