@@ -1,5 +1,5 @@
 """Code-search quality of the context pack on the benchmark of ``../shared/eval/context`` (development split) or on
-the held-out split of ``bench/data/context_heldout`` (other packages, same rules).
+a held-out split: ``bench/data/context_heldout`` or ``bench/data/context_heldout2`` (other packages, same rules).
 
 Each package is indexed into a deployment of its own (the protocol scores each package against its own index) through
 the pack's own tools (``context.connector_management`` add, ``context.index_control``
@@ -11,6 +11,8 @@ start, status until done) and every question is asked through ``context.search``
     ./dev python bench/context_eval.py [--ablation] [--no-embed] [--corpus ~/.cache/cebench/src]
     bash bench/data/context_heldout/fetch_corpus.sh       # once: the held-out packages
     ./dev python bench/context_eval.py --split heldout [--ablation]
+    bash bench/data/context_heldout2/fetch_corpus.sh      # once: the second held-out packages
+    ./dev python bench/context_eval.py --split heldout2 [--ablation]
 """
 
 from __future__ import annotations
@@ -34,21 +36,32 @@ from gateway.testing import running_gateway
 from gateway_plugins.context.chunking import chunk_file
 
 EVAL = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "context"
-HELDOUT = Path(__file__).resolve().parent / "data" / "context_heldout"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @dataclass(frozen=True)
 class Split:
-    """A query file, its gold checker, the default corpus folder and each package's root inside it."""
+    """A query file, its gold checker (with its arguments), the default corpus folder and each package's root in it."""
 
     queries: Path
     verify: Path
     corpus: Path
     roots: dict[str, str]
+    verify_args: tuple[str, ...] = ()
 
 
-def _heldout_roots() -> dict[str, str]:
-    return {name: pin["root"] for name, pin in json.loads((HELDOUT / "corpus.json").read_text()).items()}
+def _heldout(name: str) -> Split:
+    """A held-out split folder ``bench/data/context_<name>``: ``corpus.json``, ``queries_<name>.jsonl``, fetched into
+    ``~/.cache/cebench-<name>/src``; checked by the first held-out split's ``verify_gold.py --split <folder>``."""
+    folder = DATA / f"context_{name}"
+    roots = {package: pin["root"] for package, pin in json.loads((folder / "corpus.json").read_text()).items()}
+    return Split(
+        folder / f"queries_{name}.jsonl",
+        DATA / "context_heldout" / "verify_gold.py",
+        Path.home() / ".cache" / f"cebench-{name}" / "src",
+        roots,
+        ("--split", str(folder)),
+    )
 
 
 SPLITS = {
@@ -58,12 +71,8 @@ SPLITS = {
         Path.home() / ".cache" / "cebench" / "src",
         {"flask": "flask-3.0.3", "httpx": "httpx-0.27.2", "express": "express-4.21.1/package"},
     ),
-    "heldout": lambda: Split(
-        HELDOUT / "queries_heldout.jsonl",
-        HELDOUT / "verify_gold.py",
-        Path.home() / ".cache" / "cebench-heldout" / "src",
-        _heldout_roots(),
-    ),
+    "heldout": lambda: _heldout("heldout"),
+    "heldout2": lambda: _heldout("heldout2"),
 }
 ROOTS: dict[str, str] = {}
 """Package -> repository root under the corpus folder, of the split being run."""
@@ -217,6 +226,7 @@ def main() -> None:
         [
             sys.executable,
             str(split.verify),
+            *split.verify_args,
             "--corpus",
             str(args.corpus),
             "--queries",

@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""Check every gold answer in queries_heldout.jsonl against the unpacked corpus.
+"""Check every gold answer of a held-out split against the unpacked corpus.
 
-Adapted from ../shared/eval/context/verify_gold.py (the development split's checker). Two changes only:
-  * the pinned packages are read from corpus.json next to this file (click, rich, jinja2, commander);
+A held-out split is a folder holding corpus.json (the pinned packages) and one queries_*.jsonl: this folder
+(click, rich, jinja2, commander) or ../context_heldout2 (itsdangerous, marshmallow, starlette, ws), chosen with
+--split. Adapted from ../shared/eval/context/verify_gold.py (the development split's checker). Two changes only:
+  * the pinned packages are read from the split folder's corpus.json;
   * JavaScript also accepts ES6 class definitions: "Class.method" is a method (or constructor, getter,
     setter, static or async method) defined inside "class Class ... {}", and "Class" alone is the class.
 Every other rule is the original one (the rest of the diff is formatting and lint only).
 
 Usage:
-    python3 verify_gold.py [--corpus $HOME/.cache/cebench-heldout/src] [--queries queries_heldout.jsonl]
+    python3 verify_gold.py [--split DIR] [--corpus DIR] [--queries FILE]
+        --split    the split folder (default: this file's folder)
+        --corpus   the unpacked packages (default: $HOME/.cache/cebench-<split name without "context_">/src,
+                   where the split's fetch_corpus.sh puts them)
+        --queries  the query file (default: the split folder's only queries_*.jsonl)
 
 For each query it checks that
   * the id is unique, the kind is known, the package/version match the pinned corpus,
@@ -28,6 +34,7 @@ Exit status is 0 only when every check passes.
 
 import argparse
 import ast
+import glob
 import json
 import os
 import re
@@ -35,10 +42,6 @@ import sys
 from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-# package -> (version, directory under the corpus root that is the repo root)
-with open(os.path.join(HERE, "corpus.json"), encoding="utf-8") as _fh:
-    CORPUS = {name: (pin["version"], pin["root"]) for name, pin in json.load(_fh).items()}
 KINDS = {"paraphrase", "identifier", "error-message", "multi-file", "context"}
 # crude guard against pasted code in query text (error messages are allowed verbatim)
 CODE_RE = re.compile(
@@ -178,8 +181,9 @@ def js_symbol(path, name, cache=_SOURCE_CACHE):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--corpus", default=os.path.expanduser("~/.cache/cebench-heldout/src"))
-    ap.add_argument("--queries", default=os.path.join(HERE, "queries_heldout.jsonl"))
+    ap.add_argument("--split", default=HERE, help="the split folder (corpus.json and one queries_*.jsonl)")
+    ap.add_argument("--corpus", help="the unpacked packages (default: the split's fetch_corpus.sh destination)")
+    ap.add_argument("--queries", help="the query file (default: the split folder's queries_*.jsonl)")
     ap.add_argument(
         "--emit-spans",
         metavar="OUT.jsonl",
@@ -187,6 +191,17 @@ def main():
         '{"id", "gold_symbols": [{"file", "name", "kind", "start_line", "end_line"}]}',
     )
     args = ap.parse_args()
+    split = os.path.abspath(args.split)
+    name = os.path.basename(split).removeprefix("context_")
+    args.corpus = args.corpus or os.path.expanduser(f"~/.cache/cebench-{name}/src")
+    if args.queries is None:
+        found = glob.glob(os.path.join(split, "queries_*.jsonl"))
+        if len(found) != 1:
+            sys.exit(f"{split}: expected one queries_*.jsonl, found {len(found)}; pass --queries")
+        args.queries = found[0]
+    # package -> (version, directory under the corpus root that is the repo root)
+    with open(os.path.join(split, "corpus.json"), encoding="utf-8") as fh:
+        CORPUS = {name: (pin["version"], pin["root"]) for name, pin in json.load(fh).items()}
     spans_out = []
 
     errors, ids = [], Counter()
