@@ -22,21 +22,9 @@ from pathlib import Path
 
 import structlog
 
-from gateway.api import (
-    Filter,
-    ScoredPoint,
-    VectorPoint,
-    canonical_point_id,
-    check_limit_and_offset,
-    filter_conditions,
-)
+from gateway.api import Filter, ScoredPoint, VectorPoint, canonical_point_id, check_limit_and_offset, filter_conditions
 from gateway.api.vectors import FieldType
-from gateway_plugins.vector_stores.common import (
-    CollectionNotFound,
-    StoreClosed,
-    checked_points,
-    checked_vector,
-)
+from gateway_plugins.vector_stores.common import CollectionNotFound, StoreClosed, checked_points, checked_vector
 from gateway_plugins.vector_stores.edge_shard import CollectionInfo, EdgeCollection, EdgeTuning, read_meta
 from gateway_plugins.vector_stores.locking import DirectoryLock
 
