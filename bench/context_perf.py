@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gateway.testing import running_gateway
 from tests.plugins.gim.support import seed_model_cache, write_config
+from tests.serve_process import find_serve_pid
 
 CACHE = Path.home() / ".cache" / "cebench"
 QUERIES = Path(__file__).resolve().parents[1].parent / "shared" / "eval" / "context" / "queries_dev.jsonl"
@@ -195,18 +196,6 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def server_pid(config: Path) -> int | None:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if str(config).encode() in cmdline and b"serve" in cmdline:
-                return int(entry.name)
-    return None
-
-
 async def search_over_stdio(config: Path, searches: int) -> dict[str, float]:
     questions = [json.loads(line)["query"] for line in QUERIES.read_text().splitlines() if line.strip()]
     params = StdioServerParameters(command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config)])
@@ -223,7 +212,7 @@ async def search_over_stdio(config: Path, searches: int) -> dict[str, float]:
             latencies.append((time.perf_counter() - began) * 1000)
             server.append(result["query_metadata"]["execution_time_ms"])
             out["chunks_searched"] = result["query_metadata"]["chunks_searched"]
-        pid = server_pid(config)
+        pid = find_serve_pid(config)
         out["rss_mb"] = rss_mb(pid) if pid else float("nan")
     server.sort()
     out["server_p50_ms"] = statistics.median(server)

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,57 +30,24 @@ import anyio
 import httpx
 from mcp import Client
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _overhead import alternate, free_port, pipeline_config, wait_for_port
+
 ROOT = Path(__file__).resolve().parent.parent
 PY_SERVER = ROOT / "tests" / "plugins" / "remote" / "servers" / "py_server.py"
 CHUNK = 25
 TARGET = 0.85
 
-CONFIG = """
-[gateway]
-data_dir = "{data}"
-identity = "bench"
-log_level = "info"
+REMOTE_CONFIG = """
 [transport]
 json_response = {json_response}
-[packs]
-enabled = ["remote"]
-[providers]
-rate_limiter = "memory"
-[sanitize]
-logs = "patterns"
-[pipeline]
-interceptors = [{{ name = "rate_limit" }}]
-[[plugins.interceptor.rate_limit.rules]]
-name = "remote-per-minute"
-tools = ["py_pause"]
-kind = "token_bucket"
-limit = 100000000
-period_seconds = 60
 [[plugins.remote.servers]]
 name = "py"
 url = "{url}"
 prefix = "py_"
 max_concurrency = 64
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("a server exited at start")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(port)
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -138,32 +103,30 @@ async def _chunk(side: Side, ms: float, concurrency: int, cpu: dict[str, float])
 async def _measure(gateway: Side, direct: Side, ms: float, concurrency: int, calls: int, rounds: int) -> Result:
     for side in (gateway, direct):  # warm-up
         await _chunk(side, ms, concurrency, {})
-    totals = [0.0, 0.0]
     cpu: list[dict[str, float]] = [{}, {}]
-    ratios = []
     chunks = max(1, calls // CHUNK)
-    for _ in range(rounds):
-        spent = [0.0, 0.0]
-        for _ in range(chunks):
-            spent[0] += await _chunk(gateway, ms, concurrency, cpu[0])
-            spent[1] += await _chunk(direct, ms, concurrency, cpu[1])
-        ratios.append(spent[1] / spent[0])
-        totals = [totals[0] + spent[0], totals[1] + spent[1]]
+    spent = await alternate(
+        lambda: _chunk(gateway, ms, concurrency, cpu[0]),
+        lambda: _chunk(direct, ms, concurrency, cpu[1]),
+        rounds=rounds,
+        chunks=chunks,
+    )
     done = rounds * chunks * CHUNK
     per_call = {
         side: {k: v * 1000 / done for k, v in c.items()} for side, c in zip(("gateway", "direct"), cpu, strict=True)
     }
-    return Result(ms, concurrency, done / totals[0], done / totals[1], statistics.median(ratios), per_call)
+    return Result(
+        ms, concurrency, done / spent.first_seconds, done / spent.second_seconds, spent.median_ratio, per_call
+    )
 
 
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        upstream_port, gateway_port = _free_port(), _free_port()
+        upstream_port, gateway_port = free_port(), free_port()
         upstream_url = f"http://127.0.0.1:{upstream_port}/mcp"
         config = Path(tmp) / "gateway.toml"
-        config.write_text(
-            CONFIG.format(data=Path(tmp) / "data", url=upstream_url, json_response=str(args.json_response).lower())
-        )
+        remote = REMOTE_CONFIG.format(url=upstream_url, json_response=str(args.json_response).lower())
+        config.write_text(pipeline_config(Path(tmp) / "data", "remote", "py_pause", remote))
         upstream = subprocess.Popen(
             [sys.executable, str(PY_SERVER), "http", str(upstream_port), str(Path(tmp) / "state")],
             stdout=subprocess.DEVNULL,
@@ -171,7 +134,7 @@ async def main(args: argparse.Namespace) -> None:
         )
         procs = [upstream]
         try:
-            _wait_port(upstream_port, upstream)
+            wait_for_port(upstream_port, upstream)
             serve = ["serve", "--config", str(config), "--transport", "http", "--port", str(gateway_port)]
             gateway = subprocess.Popen(
                 [sys.executable, "-m", "gateway", *serve],
@@ -180,7 +143,7 @@ async def main(args: argparse.Namespace) -> None:
                 cwd=ROOT,
             )
             procs.append(gateway)
-            _wait_port(gateway_port, gateway)
+            wait_for_port(gateway_port, gateway)
             httpx.get(f"http://127.0.0.1:{gateway_port}/health", timeout=30).raise_for_status()
             results = []
             async with (

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import httpx
 from mcp import Client, StdioServerParameters
 
 HERE = Path(__file__).resolve().parent
@@ -33,30 +30,10 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import _bare_server  # noqa: E402
+from _overhead import alternate, free_port, pipeline_config, wait_for_port  # noqa: E402
 
 from gateway.app import running_runtime  # noqa: E402
 from gateway.mcp_adapter import in_memory_client  # noqa: E402
-
-CONFIG = """
-[gateway]
-data_dir = "{data}"
-identity = "bench"
-log_level = "info"
-[packs]
-enabled = ["hello"]
-[providers]
-rate_limiter = "memory"
-[sanitize]
-logs = "patterns"
-[pipeline]
-interceptors = [{{ name = "rate_limit" }}]
-[[plugins.interceptor.rate_limit.rules]]
-name = "greet-per-minute"
-tools = ["hello_greet"]
-kind = "token_bucket"
-limit = 100000000
-period_seconds = 60
-"""
 
 
 async def _timed(client: Client, calls: int) -> float:
@@ -66,25 +43,6 @@ async def _timed(client: Client, calls: int) -> float:
         result = await client.call_tool("hello_greet", {"name": "bench"})
         assert not result.is_error
     return time.perf_counter() - start
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_http(url: str, proc: subprocess.Popen) -> None:
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited early: {proc.stderr.read() if proc.stderr else ''}")
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise TimeoutError(url)
 
 
 ROUNDS = 5
@@ -105,17 +63,10 @@ async def _alternate(gateway: Client, bare: Client, calls: int) -> Result:
     elsewhere on the machine falls on both sides alike; ROUNDS rounds of ``calls`` calls a side."""
     for client in (gateway, bare):  # warm-up
         await _timed(client, 50)
-    totals = [0.0, 0.0]
-    ratios = []
-    for _ in range(ROUNDS):
-        spent = [0.0, 0.0]
-        for _ in range(max(1, calls // CHUNK)):
-            spent[0] += await _timed(gateway, CHUNK)
-            spent[1] += await _timed(bare, CHUNK)
-        ratios.append(spent[1] / spent[0])
-        totals = [totals[0] + spent[0], totals[1] + spent[1]]
-    done = ROUNDS * max(1, calls // CHUNK) * CHUNK
-    return Result(done / totals[0], done / totals[1], statistics.median(ratios))
+    chunks = max(1, calls // CHUNK)
+    spent = await alternate(lambda: _timed(gateway, CHUNK), lambda: _timed(bare, CHUNK), rounds=ROUNDS, chunks=chunks)
+    done = ROUNDS * chunks * CHUNK
+    return Result(done / spent.first_seconds, done / spent.second_seconds, spent.median_ratio)
 
 
 async def in_memory(config_path: Path, calls: int) -> Result:
@@ -147,17 +98,18 @@ async def stdio(config_path: Path, calls: int) -> Result:
 
 
 async def http(config_path: Path, calls: int) -> Result:
-    procs, urls = [], []
+    procs, ports, urls = [], [], []
     for command in (
         [sys.executable, "-m", "gateway", "serve", "--config", str(config_path), "--transport", "http", "--port"],
         [sys.executable, str(HERE / "_bare_server.py"), "http"],
     ):
-        port = _free_port()
+        port = free_port()
+        ports.append(port)
         procs.append(subprocess.Popen([*command, str(port)], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL))
         urls.append(f"http://127.0.0.1:{port}/mcp")
     try:
-        for url, proc in zip(urls, procs, strict=True):
-            _wait_http(url, proc)
+        for port, proc in zip(ports, procs, strict=True):
+            wait_for_port(port, proc)
         async with Client(urls[0], mode="legacy") as gateway, Client(urls[1], mode="legacy") as bare:
             return await _alternate(gateway, bare, calls)
     finally:
@@ -169,7 +121,7 @@ async def http(config_path: Path, calls: int) -> Result:
 async def main(calls: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         config_path = Path(tmp) / "bench.toml"
-        config_path.write_text(CONFIG.format(data=Path(tmp) / "data"))
+        config_path.write_text(pipeline_config(Path(tmp) / "data", "hello", "hello_greet"))
         devnull = open(os.devnull, "w")
         saved, sys.stderr = sys.stderr, devnull
         try:

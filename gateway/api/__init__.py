@@ -125,7 +125,19 @@ from gateway.api.upstream import (
     UpstreamSessionExpired,
     UpstreamTarget,
 )
-from gateway.api.vectors import FieldType, Filter, ScoredPoint, VectorPoint, VectorStore
+from gateway.api.vectors import (
+    FieldType,
+    Filter,
+    FilterCondition,
+    FilterValue,
+    ScoredPoint,
+    VectorPoint,
+    VectorStore,
+    canonical_point_id,
+    check_limit_and_offset,
+    checked_payload,
+    filter_conditions,
+)
 
 __all__ = [
     "AUTH",
@@ -159,6 +171,8 @@ __all__ = [
     "FieldKind",
     "FieldType",
     "Filter",
+    "FilterCondition",
+    "FilterValue",
     "Finding",
     "Forbidden",
     "GatewayError",
@@ -250,6 +264,10 @@ __all__ = [
     "ValidationFailed",
     "VectorPoint",
     "VectorStore",
+    "canonical_point_id",
+    "check_limit_and_offset",
+    "checked_payload",
+    "filter_conditions",
     "hookimpl",
     "off_loop",
     "rubric_score",

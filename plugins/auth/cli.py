@@ -13,10 +13,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-import anyio
 import click
 
-from gateway.api import AUTH, ConfigError, PluginError, ProviderUnavailable, ToolError
+from gateway_plugins.auth.cli_support import run_with_auth_provider, split_scopes
 from gateway_plugins.auth.keys import ApiKeyInfo, IssuedKey
 
 T = TypeVar("T")
@@ -84,27 +83,14 @@ def _expiry(expires_in: timedelta | None, expires_at: datetime | None) -> dateti
     return expires_at
 
 
-def _scopes(raw: str) -> list[str]:
-    return [scope for part in raw.replace(",", " ").split() if (scope := part.strip())]
+def _key_manager(provider: Any) -> KeyManager:
+    if not isinstance(provider, KeyManager):
+        raise click.ClickException("the configured 'api_key' auth provider does not manage keys")
+    return provider
 
 
 def _run(action: Callable[[KeyManager], Awaitable[T]]) -> T:
-    env = click.get_current_context().obj
-    if env is None or not hasattr(env, "running_provider"):
-        raise click.UsageError("no gateway configuration is loaded (run through the 'gateway' command)")
-
-    async def main() -> T:
-        async with env.running_provider(AUTH, "api_key") as provider:
-            if not isinstance(provider, KeyManager):
-                raise click.ClickException("the configured 'api_key' auth provider does not manage keys")
-            return await action(provider)
-
-    try:
-        return anyio.run(main)
-    except ToolError as exc:
-        raise click.ClickException(exc.message) from exc
-    except (ConfigError, PluginError, ProviderUnavailable) as exc:
-        raise click.ClickException(str(exc)) from exc
+    return run_with_auth_provider("api_key", _key_manager, action)
 
 
 def _when(value: datetime | None) -> str:
@@ -156,7 +142,7 @@ def keys() -> None:
 def create(name: str, scopes: str, tenant: str, expires_in: timedelta | None, expires_at: datetime | None) -> None:
     """Create a key and print it (once) on stdout."""
     expiry = _expiry(expires_in, expires_at)
-    issued = _run(lambda m: m.create_key(name=name, scopes=_scopes(scopes), tenant=tenant, expires_at=expiry))
+    issued = _run(lambda m: m.create_key(name=name, scopes=split_scopes(scopes), tenant=tenant, expires_at=expiry))
     _announce(issued)
 
 

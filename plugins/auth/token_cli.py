@@ -12,39 +12,25 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-import anyio
 import click
 
-from gateway.api import AUTH, ConfigError, PluginError, ProviderUnavailable, ToolError
+from gateway_plugins.auth.cli_support import run_with_auth_provider, split_scopes
 from gateway_plugins.auth.jwt_issuer import TokenIssuer
 
 T = TypeVar("T")
 
 
+def _issuer(provider: Any) -> TokenIssuer:
+    issuer = getattr(provider, "issuer", None)
+    if not isinstance(issuer, TokenIssuer):
+        raise click.ClickException(
+            "the gateway does not issue tokens: add [plugins.auth.jwt.issuing] to the configuration"
+        )
+    return issuer
+
+
 def _run(action: Callable[[TokenIssuer], Awaitable[T]]) -> T:
-    env = click.get_current_context().obj
-    if env is None or not hasattr(env, "running_provider"):
-        raise click.UsageError("no gateway configuration is loaded (run through the 'gateway' command)")
-
-    async def main() -> T:
-        async with env.running_provider(AUTH, "jwt") as provider:
-            issuer = getattr(provider, "issuer", None)
-            if not isinstance(issuer, TokenIssuer):
-                raise click.ClickException(
-                    "the gateway does not issue tokens: add [plugins.auth.jwt.issuing] to the configuration"
-                )
-            return await action(issuer)
-
-    try:
-        return anyio.run(main)
-    except ToolError as exc:
-        raise click.ClickException(exc.message) from exc
-    except (ConfigError, PluginError, ProviderUnavailable) as exc:
-        raise click.ClickException(str(exc)) from exc
-
-
-def _scopes(raw: str) -> list[str]:
-    return [scope for part in raw.replace(",", " ").split() if (scope := part.strip())]
+    return run_with_auth_provider("jwt", _issuer, action)
 
 
 @click.group("tokens")
@@ -58,7 +44,7 @@ def tokens() -> None:
 @click.option("--scopes", required=True, help="Comma-separated scopes, e.g. search:read,index:read ('' for none).")
 def issue(subject: str, tenant: str | None, scopes: str) -> None:
     """Mint an access token and a refresh token (a new family) and print them as JSON on stdout."""
-    pair: Any = _run(lambda issuer: issuer.issue(subject, tenant, _scopes(scopes)))
+    pair: Any = _run(lambda issuer: issuer.issue(subject, tenant, split_scopes(scopes)))
     click.echo(f"Issued tokens for {subject!r} (tenant {tenant or '-'}, scopes {scopes or '-'}).", err=True)
     click.echo(json.dumps(pair.model_dump()))
 

@@ -2,23 +2,22 @@
 
 Both stores keep the :class:`gateway.api.VectorStore` contract the same way: point ids are UUID strings (returned
 in canonical lower-case hyphenated form), vectors must have the collection's dimension, and a payload filter maps
-a field to a value (equality) or to a list of values (any of them). Errors a caller can act on are built-in types
-(:class:`LookupError`, :class:`ValueError`) so that code written against the protocol needs no import from here.
+a field to a value (equality) or to a list of values (any of them); the checks any store makes (ids, payloads,
+filters, limits) are :mod:`gateway.api`'s, the ones on vectors (with numpy) are here. Errors a caller can act on
+are built-in types (:class:`LookupError`, :class:`ValueError`) so that code written against the protocol needs no
+import from here.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.api import Filter, VectorPoint
+from gateway.api import VectorPoint, canonical_point_id, checked_payload
 
 
 class CollectionNotFound(LookupError):
@@ -72,16 +71,6 @@ class IndexSettings(BaseModel):
 # -- checks on what callers pass --------------------------------------------------------------------------------
 
 
-def canonical_id(point_id: str) -> str:
-    """The canonical form of a UUID string; :class:`ValueError` for anything else."""
-    if not isinstance(point_id, str):
-        raise ValueError(f"a point id is a UUID string, not {type(point_id).__name__}")
-    try:
-        return str(uuid.UUID(point_id))
-    except ValueError:
-        raise ValueError(f"a point id is a UUID string, got {point_id!r}") from None
-
-
 def checked_vector(name: str, vector: Sequence[float], dimension: int) -> list[float]:
     """``vector`` (a sequence of numbers or a numpy array) as a list of finite floats of length ``dimension``."""
     return checked_array(name, vector, dimension).tolist()
@@ -113,54 +102,11 @@ def checked_points(name: str, points: Sequence[VectorPoint], dimension: int) -> 
     """Validate a batch before any of it is written (a bad point fails the whole batch, not half of it)."""
     checked: dict[str, CheckedPoint] = {}
     for point in points:
-        point_id = canonical_id(point.id)
+        point_id = canonical_point_id(point.id)
         payload = checked_payload(point_id, point.payload)
         # The last occurrence of an id wins, as if the points had been upserted one by one.
         checked[point_id] = CheckedPoint(point_id, checked_vector(name, point.vector, dimension), payload)
     return list(checked.values())
-
-
-def checked_payload(point_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
-    """``payload`` as a dict, if it is a mapping JSON can hold (no NaN, no sets, no objects)."""
-    if not isinstance(payload, Mapping):
-        raise ValueError(f"the payload of point {point_id} is not a mapping")
-    try:
-        json.dumps(payload, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"the payload of point {point_id} is not JSON: {exc}") from None
-    return dict(payload)
-
-
-def check_limits(limit: int, offset: int) -> None:
-    if limit < 0 or offset < 0:
-        raise ValueError(f"limit and offset must not be negative (limit={limit}, offset={offset})")
-
-
-Scalar = str | int | float | bool
-
-
-@dataclass(frozen=True)
-class Condition:
-    """One field of a payload filter: the field must equal one of ``values`` (one value: plain equality)."""
-
-    key: str
-    values: tuple[Scalar, ...]
-
-
-def conditions(filter: Filter | None) -> list[Condition]:
-    """The payload filter as conditions, all of which must hold; :class:`ValueError` for unsupported values."""
-    if not filter:
-        return []
-    out = []
-    for key, value in filter.items():
-        if not isinstance(key, str) or not key:
-            raise ValueError(f"a filter field is a non-empty string, got {key!r}")
-        values = tuple(value) if isinstance(value, list | tuple | set | frozenset) else (value,)
-        for item in values:
-            if not isinstance(item, str | int | float | bool) or (isinstance(item, float) and not math.isfinite(item)):
-                raise ValueError(f"filter field {key!r}: values are strings, numbers or booleans, got {item!r}")
-        out.append(Condition(key, values))
-    return out
 
 
 def encode_name(name: str, *, max_length: int = 255) -> str:

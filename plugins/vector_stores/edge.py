@@ -28,9 +28,9 @@ import anyio
 import structlog
 from pydantic import Field
 
-from gateway.api import Filter, ScoredPoint, VectorPoint
+from gateway.api import Filter, ScoredPoint, VectorPoint, canonical_point_id, check_limit_and_offset, filter_conditions
 from gateway.api.vectors import FieldType
-from gateway_plugins.vector_stores.common import IndexSettings, canonical_id, check_limits, conditions
+from gateway_plugins.vector_stores.common import IndexSettings
 from gateway_plugins.vector_stores.edge_shard import CollectionInfo, EdgeTuning
 from gateway_plugins.vector_stores.edge_sync import SyncEdgeStore, directory_name
 
@@ -132,7 +132,7 @@ class QdrantEdgeStore:
         await self._run(self.sync.upsert, name, points)
 
     async def delete(self, name: str, ids: Sequence[str]) -> None:
-        canonical = [canonical_id(i) for i in ids]
+        canonical = [canonical_point_id(i) for i in ids]
         await self._run(self.sync.delete, name, canonical)
 
     async def query(
@@ -146,18 +146,18 @@ class QdrantEdgeStore:
         filter: Filter | None = None,
     ) -> list[ScoredPoint]:
         """Closest points first (cosine similarity, re-scored with the original vectors)."""
-        check_limits(limit, offset)
-        conditions(filter)  # refused here, before any hop
+        check_limit_and_offset(limit, offset)
+        filter_conditions(filter)  # refused here, before any hop
         if self.sync.runs_short(name):
             return self.sync.query(name, vector, limit, offset, score_threshold, filter)
         return await self._run(self.sync.query, name, vector, limit, offset, score_threshold, filter)
 
     async def count(self, name: str, *, filter: Filter | None = None) -> int:
-        conditions(filter)
+        filter_conditions(filter)
         return await self._run(self.sync.count, name, filter)
 
     async def list_ids(self, name: str, *, filter: Filter | None = None) -> list[str]:
-        conditions(filter)
+        filter_conditions(filter)
         return await self._run(self.sync.list_ids, name, filter)
 
     # -- maintenance -------------------------------------------------------------------------------------------

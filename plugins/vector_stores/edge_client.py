@@ -19,10 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gateway.api import Filter, ScoredPoint, VectorPoint
+from gateway.api import Filter, ScoredPoint, VectorPoint, canonical_point_id
 from gateway.api.vectors import FieldType
 from gateway_plugins.vector_stores import edge_wire, local_socket
-from gateway_plugins.vector_stores.common import canonical_id
 from gateway_plugins.vector_stores.edge_shard import CollectionInfo
 from gateway_plugins.vector_stores.edge_wire import OwnerGone, OwnerUnavailable
 
@@ -196,7 +195,7 @@ class EdgeStoreClient:
         await self._call("upsert", edge_wire.upsert_args(name, points))
 
     async def delete(self, name: str, ids: Sequence[str]) -> None:
-        await self._call("delete", {"name": name, "ids": [canonical_id(i) for i in ids]})
+        await self._call("delete", {"name": name, "ids": [canonical_point_id(i) for i in ids]})
 
     async def query(
         self,

@@ -20,11 +20,10 @@ import numpy as np
 import qdrant_edge as qe
 import structlog
 
-from gateway.api import ScoredPoint
+from gateway.api import FilterCondition, ScoredPoint
 from gateway.api.vectors import FieldType
 from gateway_plugins.vector_stores.common import (
     CheckedPoint,
-    Condition,
     DimensionMismatch,
     IndexSettings,
 )
@@ -102,13 +101,13 @@ def edge_config(dimension: int, tuning: EdgeTuning) -> qe.EdgeConfig:
     )
 
 
-def edge_filter(conditions: Sequence[Condition]) -> qe.Filter | None:
+def edge_filter(conditions: Sequence[FilterCondition]) -> qe.Filter | None:
     if not conditions:
         return None
     return qe.Filter(must=[_condition(c) for c in conditions])
 
 
-def _condition(condition: Condition) -> Any:
+def _condition(condition: FilterCondition) -> Any:
     key, values = condition.key, condition.values
     if len(values) == 1:
         return _equals(key, values[0])
@@ -250,7 +249,7 @@ class EdgeCollection:
         limit: int,
         offset: int,
         score_threshold: float | None,
-        conditions: Sequence[Condition],
+        conditions: Sequence[FilterCondition],
     ) -> list[ScoredPoint]:
         request = qe.QueryRequest(
             limit=limit,
@@ -266,11 +265,11 @@ class EdgeCollection:
             found = self._check().query(request)
         return [ScoredPoint(id=str(p.id), score=float(p.score), payload=p.payload or {}) for p in found]
 
-    def count(self, conditions: Sequence[Condition]) -> int:
+    def count(self, conditions: Sequence[FilterCondition]) -> int:
         with self.lock:
             return int(self._check().count(qe.CountRequest(exact=True, filter=edge_filter(conditions))))
 
-    def list_ids(self, conditions: Sequence[Condition]) -> list[str]:
+    def list_ids(self, conditions: Sequence[FilterCondition]) -> list[str]:
         ids: list[str] = []
         offset: Any = None
         filter = edge_filter(conditions)

@@ -22,17 +22,9 @@ from pathlib import Path
 
 import structlog
 
-from gateway.api import Filter, ScoredPoint, VectorPoint
+from gateway.api import Filter, ScoredPoint, VectorPoint, canonical_point_id, check_limit_and_offset, filter_conditions
 from gateway.api.vectors import FieldType
-from gateway_plugins.vector_stores.common import (
-    CollectionNotFound,
-    StoreClosed,
-    canonical_id,
-    check_limits,
-    checked_points,
-    checked_vector,
-    conditions,
-)
+from gateway_plugins.vector_stores.common import CollectionNotFound, StoreClosed, checked_points, checked_vector
 from gateway_plugins.vector_stores.edge_shard import CollectionInfo, EdgeCollection, EdgeTuning, read_meta
 from gateway_plugins.vector_stores.locking import DirectoryLock
 
@@ -163,7 +155,7 @@ class SyncEdgeStore:
         collection.upsert(checked_points(name, points, collection.dimension))
 
     def delete(self, name: str, ids: Sequence[str]) -> None:
-        canonical = [canonical_id(i) for i in ids]
+        canonical = [canonical_point_id(i) for i in ids]
         self.collection(name).delete(canonical)
 
     def query(
@@ -175,8 +167,8 @@ class SyncEdgeStore:
         score_threshold: float | None = None,
         filter: Filter | None = None,
     ) -> list[ScoredPoint]:
-        check_limits(limit, offset)
-        conds = conditions(filter)
+        check_limit_and_offset(limit, offset)
+        conds = filter_conditions(filter)
         collection = self.collection(name)
         checked = checked_vector(name, vector, collection.dimension)
         if limit == 0:
@@ -184,11 +176,11 @@ class SyncEdgeStore:
         return collection.query(checked, limit=limit, offset=offset, score_threshold=score_threshold, conditions=conds)
 
     def count(self, name: str, filter: Filter | None = None) -> int:
-        conds = conditions(filter)
+        conds = filter_conditions(filter)
         return self.collection(name).count(conds)
 
     def list_ids(self, name: str, filter: Filter | None = None) -> list[str]:
-        conds = conditions(filter)
+        conds = filter_conditions(filter)
         return self.collection(name).list_ids(conds)
 
     # -- maintenance -------------------------------------------------------------------------------------------

@@ -20,14 +20,20 @@ from typing import Any
 import numpy as np
 import structlog
 
-from gateway.api import Filter, ProviderUnavailable, ScoredPoint, ServiceUnavailable, VectorPoint
+from gateway.api import (
+    Filter,
+    ProviderUnavailable,
+    ScoredPoint,
+    ServiceUnavailable,
+    VectorPoint,
+    canonical_point_id,
+    check_limit_and_offset,
+    checked_payload,
+    filter_conditions,
+)
 from gateway_plugins.vector_stores.common import (
     StoreClosed,
-    canonical_id,
-    check_limits,
     checked_array,
-    checked_payload,
-    conditions,
 )
 from gateway_plugins.vector_stores.edge_shard import CollectionInfo
 from gateway_plugins.vector_stores.edge_sync import SyncEdgeStore
@@ -91,20 +97,20 @@ def _vector(name: str, vector: Sequence[float]) -> np.ndarray:
 def upsert_args(name: str, points: Sequence[VectorPoint]) -> dict[str, Any]:
     wire = []
     for point in points:
-        point_id = canonical_id(point.id)
+        point_id = canonical_point_id(point.id)
         wire.append([point_id, _vector(name, point.vector), checked_payload(point_id, point.payload)])
     return {"name": name, "points": wire}
 
 
 def filter_args(filter: Filter | None) -> dict[str, list[Any]] | None:
-    found = conditions(filter)
+    found = filter_conditions(filter)
     return {c.key: list(c.values) for c in found} if found else None
 
 
 def query_args(
     name: str, vector: Sequence[float], limit: int, offset: int, score_threshold: float | None, filter: Filter | None
 ) -> dict[str, Any]:
-    check_limits(limit, offset)
+    check_limit_and_offset(limit, offset)
     return {
         "name": name,
         "vector": _vector(name, vector),

@@ -20,17 +20,23 @@ import structlog
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from gateway.api import Filter, ProviderContext, ProviderUnavailable, ScoredPoint, VectorPoint
+from gateway.api import (
+    Filter,
+    ProviderContext,
+    ProviderUnavailable,
+    ScoredPoint,
+    VectorPoint,
+    canonical_point_id,
+    check_limit_and_offset,
+    filter_conditions,
+)
 from gateway.api.vectors import FieldType
 from gateway_plugins.vector_stores.common import (
     CollectionNotFound,
     DimensionMismatch,
     StoreClosed,
-    canonical_id,
-    check_limits,
     checked_points,
     checked_vector,
-    conditions,
     decode_name,
     encode_name,
 )
@@ -228,7 +234,7 @@ class QdrantStore:
             await self._client.upsert(self._server_name(name), points=structs, wait=True)
 
     async def delete(self, name: str, ids: Sequence[str]) -> None:
-        canonical = [canonical_id(i) for i in ids]
+        canonical = [canonical_point_id(i) for i in ids]
         await self._dimension(name)  # a missing collection is an error, as for every other operation
         if not canonical:
             return
@@ -248,8 +254,8 @@ class QdrantStore:
         filter: Filter | None = None,
     ) -> list[ScoredPoint]:
         """Closest points first (cosine similarity, re-scored with the original vectors)."""
-        check_limits(limit, offset)
-        query_filter = qdrant_filter(conditions(filter))
+        check_limit_and_offset(limit, offset)
+        query_filter = qdrant_filter(filter_conditions(filter))
         checked = checked_vector(name, vector, await self._dimension(name))
         if limit == 0:
             return []
@@ -268,14 +274,14 @@ class QdrantStore:
         return [ScoredPoint(id=_id(p.id), score=float(p.score), payload=p.payload or {}) for p in response.points]
 
     async def count(self, name: str, *, filter: Filter | None = None) -> int:
-        count_filter = qdrant_filter(conditions(filter))
+        count_filter = qdrant_filter(filter_conditions(filter))
         await self._dimension(name)
         async with self._calling(name):
             result = await self._client.count(self._server_name(name), count_filter=count_filter, exact=True)
         return int(result.count)
 
     async def list_ids(self, name: str, *, filter: Filter | None = None) -> list[str]:
-        scroll_filter = qdrant_filter(conditions(filter))
+        scroll_filter = qdrant_filter(filter_conditions(filter))
         await self._dimension(name)
         ids: list[str] = []
         offset = None

@@ -9,9 +9,9 @@ from typing import Any
 from pydantic import Field, model_validator
 from qdrant_client import models
 
-from gateway.api import Secret
+from gateway.api import FilterCondition, Secret
 from gateway.api.vectors import FieldType
-from gateway_plugins.vector_stores.common import Condition, IndexSettings
+from gateway_plugins.vector_stores.common import IndexSettings
 
 DEFAULT_URL = "http://localhost:6333"
 
@@ -105,13 +105,13 @@ def schema_of(field: str, kind: FieldType) -> models.PayloadSchemaType:
         raise ValueError(f"unknown payload index type {kind!r} for field {field!r}") from None
 
 
-def qdrant_filter(conditions: Sequence[Condition]) -> models.Filter | None:
+def qdrant_filter(conditions: Sequence[FilterCondition]) -> models.Filter | None:
     if not conditions:
         return None
     return models.Filter(must=[_condition(c) for c in conditions])
 
 
-def _condition(condition: Condition) -> models.Condition:
+def _condition(condition: FilterCondition) -> models.FilterCondition:
     key, values = condition.key, condition.values
     if len(values) == 1:
         return _equals(key, values[0])

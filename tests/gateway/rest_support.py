@@ -1,8 +1,9 @@
-"""Support for the REST route tests: a served notes deployment with API keys of chosen scopes."""
+"""Support for the REST route tests: a deployment served over real HTTP with API keys of chosen tenants and scopes
+(the notes sample here; the context pack's tests use the same pieces)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,20 +25,23 @@ class Served:
     runtime: GatewayRuntime
     keys: dict[str, dict[str, str]]
     """Headers per key name (``{"X-API-Key": ...}``)."""
+    timeout: float = 30
 
     def url(self, path: str) -> str:
         return f"{self.base}/api/v1{path}"
 
     def call(self, method: str, path: str, key: str | None = None, **kwargs: Any) -> httpx.Response:
         headers = {**(self.keys[key] if key else {}), **kwargs.pop("headers", {})}
-        return httpx.request(method, self.url(path), headers=headers, timeout=30, **kwargs)
+        return httpx.request(method, self.url(path), headers=headers, timeout=self.timeout, **kwargs)
 
 
-def create_keys(config: dict[str, Any], keys: dict[str, tuple[str, list[str]]]) -> dict[str, dict[str, str]]:
-    """API keys on the deployment's own store: ``{name: (tenant, scopes)}`` → headers per name."""
+def create_keys(
+    config: dict[str, Any], keys: dict[str, tuple[str, list[str]]], extra_plugins: Sequence[tuple[str, Any]] = ()
+) -> dict[str, dict[str, str]]:
+    """API keys on the deployment's own store: ``{name: (tenant, scopes)}`` → request headers per name."""
 
     async def main() -> dict[str, dict[str, str]]:
-        loaded, plugins = prepare(config, extra_plugins=PLUGINS)
+        loaded, plugins = prepare(config, extra_plugins=extra_plugins)
         hub = ProviderHub(loaded, plugins.registry)
         try:
             manager = hub.get(AUTH, "api_key")
@@ -54,7 +58,7 @@ def create_keys(config: dict[str, Any], keys: dict[str, tuple[str, list[str]]]) 
 
 @contextmanager
 def serve_notes(config: dict[str, Any], keys: dict[str, tuple[str, list[str]]]) -> Iterator[Served]:
-    headers = create_keys(config, keys)
+    headers = create_keys(config, keys, PLUGINS)
     with http_gateway(config, extra_plugins=PLUGINS) as (base, runtime):
         yield Served(base, runtime, headers)
 

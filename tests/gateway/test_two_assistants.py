@@ -32,6 +32,7 @@ from mcp import Client, StdioServerParameters
 from gateway.testing import running_gateway
 from tests.plugins.gim.support import call, submission
 from tests.plugins.gim.test_consistency import stores_agree
+from tests.serve_process import serve_pid
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -81,19 +82,6 @@ def issue(n: int) -> dict[str, Any]:
     error, cause, command = TOPICS[n % len(TOPICS)]
     actions = [{"order": 1, "type": "command", "command": f"{command} (case {n})", "explanation": cause}]
     return submission(f"{error}\n  (seen in service {n})", f"{cause} (case {n})", actions=actions)
-
-
-def server_pid(config: Path) -> int:
-    """The pid of the ``gateway serve`` process started with ``config`` (a child of this test)."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if str(config).encode() in cmdline and b"serve" in cmdline:
-                return int(entry.name)
-    raise AssertionError(f"no gateway serves {config}")
 
 
 def environment(data_dir: Path) -> dict[str, str]:
@@ -161,7 +149,7 @@ async def test_two_assistants_share_one_data_dir_and_the_second_survives_the_fir
     async def first_assistant() -> None:
         try:
             async with assistant(first_config, data_dir) as client:
-                first_pid.append(server_pid(first_config))
+                first_pid.append(serve_pid(first_config))
                 step["first up"].set()
                 await step["second up"].wait()
                 await submit(client, range(0, 4), own["first"])  # while the second submits its own
@@ -180,7 +168,7 @@ async def test_two_assistants_share_one_data_dir_and_the_second_survives_the_fir
     async def second_assistant() -> None:
         await step["first up"].wait()
         async with assistant(second_config, data_dir) as client:
-            second_pid = server_pid(second_config)
+            second_pid = serve_pid(second_config)
             assert owner_of_the_store() == first_pid[0]
             step["second up"].set()
             await submit(client, range(4, 8), own["second"])

@@ -6,18 +6,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
-import httpx
-
-from gateway.api import AUTH
-from gateway.app import prepare
-from gateway.providers import ProviderHub
-from gateway.runtime import GatewayRuntime
 from gateway.testing import http_gateway
+from tests.gateway.rest_support import Served, create_keys
+from tests.gateway.rest_support import envelope as envelope  # the context tests import it from here
 from tests.plugins.context.support import context_config
 
 SCOPES = [
@@ -76,36 +70,8 @@ def rest_config(data_dir: Path, *, tiers: dict[str, Any] | None = None, **contex
     return config
 
 
-def create_keys(config: dict[str, Any], keys: dict[str, tuple[str, list[str]]]) -> dict[str, dict[str, str]]:
-    """API keys on the deployment's own store: ``{name: (tenant, scopes)}`` → request headers per name."""
-
-    async def main() -> dict[str, dict[str, str]]:
-        loaded, plugins = prepare(config)
-        hub = ProviderHub(loaded, plugins.registry)
-        try:
-            manager = hub.get(AUTH, "api_key")
-            made = {}
-            for name, (tenant, scopes) in keys.items():
-                made[name] = {"X-API-Key": (await manager.create_key(name=name, scopes=scopes, tenant=tenant)).key}
-            return made
-        finally:
-            await hub.aclose()
-
-    return anyio.run(main)
-
-
-@dataclass(frozen=True)
-class Api:
-    base: str
-    runtime: GatewayRuntime
-    keys: dict[str, dict[str, str]]
-
-    def url(self, path: str) -> str:
-        return f"{self.base}/api/v1{path}"
-
-    def call(self, method: str, path: str, key: str | None = None, **kwargs: Any) -> httpx.Response:
-        headers = {**(self.keys[key] if key else {}), **kwargs.pop("headers", {})}
-        return httpx.request(method, self.url(path), headers=headers, timeout=60, **kwargs)
+class Api(Served):
+    """A served context deployment, with the calls the context tests make again and again."""
 
     def ok(self, method: str, path: str, key: str, status: int = 200, **kwargs: Any) -> Any:
         response = self.call(method, path, key, **kwargs)
@@ -134,13 +100,4 @@ class Api:
 def serve(config: dict[str, Any], keys: dict[str, tuple[str, list[str]]]) -> Iterator[Api]:
     headers = create_keys(config, keys)
     with http_gateway(config) as (base, runtime):
-        yield Api(base, runtime, headers)
-
-
-def envelope(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    """The error of an envelope response at ``status`` with ``code``."""
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code, error
-    assert set(error) >= {"code", "message", "detail", "correlation_id", "retryable"}
-    return error
+        yield Api(base, runtime, headers, timeout=60)

@@ -16,22 +16,11 @@ from mcp import Client, StdioServerParameters
 from gateway.testing import running_gateway
 from tests.plugins.context.support import add_file_connector, call, context_config, index_and_wait
 from tests.plugins.gim.support import write_config
+from tests.serve_process import serve_pid
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 FILES = 400
-
-
-def _server_pid(config: Path) -> int | None:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if str(config).encode() in cmdline and b"serve" in cmdline:
-                return int(entry.name)
-    return None
 
 
 def _stored(data_dir: Path) -> dict[str, str]:
@@ -64,7 +53,7 @@ async def test_kill_9_mid_index_then_start_resumes(tmp_path: Path, data_dir: Pat
                 "completed"
             ] < 60:
                 await asyncio.sleep(0.02)
-            os.kill(_server_pid(config) or 0, signal.SIGKILL)
+            os.kill(serve_pid(config), signal.SIGKILL)
             await call(client, "context.index_control", {"action": "status"})
     except BaseException as exc:  # the connection dies with the server
         if isinstance(exc, KeyboardInterrupt):
