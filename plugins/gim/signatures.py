@@ -61,6 +61,22 @@ _GUTTER = re.compile(r"^\s*(?:(?:-+>|>)\s*)?\d+\s*(?:\||$|\s)")  # notebook / co
 _CARETS = re.compile(r"^[\s^~\-|]*$")
 _PROMPT = re.compile(r"^\s*(?:\([\w.\-]+\)\s*)?(?:[\w.\-]++@[\w.\-]++)?[:~\w/\\.\-]*+[$#%>]\s+")
 _SPACES = re.compile(r"[ \t]+")
+# A log line's prefix says when, where and how severe, not what failed: what is left of a timestamp, a bracketed or
+# braced group holding only log words, numbers or a source file reference (``[ ][ERROR]``, ``{taskinstance.py }``,
+# ``[rank0]:``), a CI runner's ``##[error]``, a BuildKit step number (``# ``), an upper-case level word, a grep
+# file name (``slurm-48121.out:``). A named tag (``[Vue warn]``, ``[postcss]``, ``[scrapy.core.scraper]``) names the
+# component and stays. Each piece is bounded and matched where the previous one ended: linear.
+_PREFIX_PIECE = re.compile(
+    r"[ \t]*(?:\[(?P<bracket>[^\[\]\n]{0,100})\]|\{(?P<brace>[^{}\n]{0,100})\}|##\[\w{1,20}\]|#(?=[ \t])"
+    r"|(?:CRITICAL|ERROR|ERRO|WARNING|WARN|INFO|DEBUG|FATAL|TRACE|NOTICE)\b|[\w.\-]{1,100}\.(?:out|log|err):(?=[ \t]))"
+    r"[ \t]*[:|]?"
+)
+_PREFIX_DASH = re.compile(r"[ \t]*-[ \t]+")
+_LOG_WORDS = frozenset(
+    "critical error erro err warning warn info debug fatal trace notice rank pid tid utc gmt".split()
+)
+_PREFIX_WORD = re.compile(r"[A-Za-z]+")
+_SOURCE_REF = re.compile(r"\s*[\w.\-]+\.(?:py|js|ts|java|go|rb|rs|c|cc|cpp|kt|scala)\s*")
 _EXCEPTION_LINE = re.compile(
     r"(?:^|[\s(\['\"])(?:E\s+)?(?P<type>[A-Za-z_][\w.]*?(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure))"
     r"\b\s*(?::|$)"
@@ -122,6 +138,25 @@ def normalise_text(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+def _strip_log_prefix(line: str) -> str:
+    """``line`` without its log prefix (see ``_PREFIX_PIECE``); a line that is (nearly) all prefix is left as it
+    is, so that it is not dropped as empty."""
+    position = 0
+    while match := _PREFIX_PIECE.match(line, position):
+        inner = match.group("bracket") if match.group("bracket") is not None else match.group("brace")
+        if inner is not None and not (
+            _SOURCE_REF.fullmatch(inner) or all(w.lower() in _LOG_WORDS for w in _PREFIX_WORD.findall(inner))
+        ):
+            break  # a named tag: the message starts here
+        if match.end() == position:
+            break
+        position = match.end()
+    if position and (dash := _PREFIX_DASH.match(line, position)):
+        position = dash.end()
+    rest = line[position:]
+    return rest if len(rest.strip(" \t*")) >= 2 else line
+
+
 def _normalise_line(line: str, components: list[str]) -> str:
     line = _PROMPT.sub("", line)
     line = _GUTTER.sub("", line)
@@ -135,6 +170,7 @@ def _normalise_line(line: str, components: list[str]) -> str:
     line = _GLUED_VERSION.sub(r"\1", line)
     line = _VERSION.sub(" ", line)
     line = _NUMBER.sub(" ", line)
+    line = _strip_log_prefix(line)
     line = _SPACES.sub(" ", line).strip(" \t*")
     return line
 

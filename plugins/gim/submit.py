@@ -59,15 +59,24 @@ async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, ve
     )
     pool = config.candidate_pool
     threshold = min(config.dedup_error_threshold, second_path.error_threshold if second_path else 1.0)
+    resolution_floor = min(config.dedup_resolution_threshold, second_path.resolution_threshold if second_path else 1.0)
     error_hits = await core.vectors.query(embedder_id, vectors[ERROR], kind=ERROR, limit=pool)
     lexical_hits = await core.lexical.search_sliced(prepared.tokens, limit=pool)
+    # Candidates come from the cause-and-fix side too: a report of one cause seen from another layer of the stack
+    # can read less like its master than a crowd of unrelated errors does, and then falls outside the error pool
+    # although its error similarity passes the (absolute) threshold. Masters whose resolution is close enough to
+    # pass rule 2 get their error similarity asked for within them; the rules themselves are unchanged.
+    cause_hits = await core.vectors.query(embedder_id, vectors[RESOLUTION], kind=RESOLUTION, limit=pool)
     dense_masters = {str(h.payload["master_id"]) for h in error_hits}
-    weak_lexical = sorted({h.master_id for h in lexical_hits if h.score < threshold} - dense_masters)
-    if weak_lexical and len(error_hits) == pool and error_hits[-1].score >= threshold:
+    dense_pool_full = len(error_hits) == pool and error_hits[-1].score >= threshold
+    weak_lexical = {h.master_id for h in lexical_hits if h.score < threshold}
+    by_cause = {str(h.payload["master_id"]) for h in cause_hits if h.score >= resolution_floor}
+    outside = sorted((weak_lexical | by_cause) - dense_masters)
+    if outside and dense_pool_full:
         # the dense pool is full of close items, so these masters' dense similarity may pass although they fell
         # outside it: ask for it within them
         error_hits += await core.vectors.query(
-            embedder_id, vectors[ERROR], kind=ERROR, limit=4 * len(weak_lexical), master_ids=weak_lexical
+            embedder_id, vectors[ERROR], kind=ERROR, limit=4 * len(outside), master_ids=outside
         )
     best_error: dict[str, float] = {}
     for master_id, score in [(str(h.payload["master_id"]), h.score) for h in error_hits] + [

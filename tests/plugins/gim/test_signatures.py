@@ -74,3 +74,30 @@ def test_lexical_tokens_split_identifiers() -> None:
 
 def test_normalise_text_for_prose() -> None:
     assert normalise_text("The key <API_KEY_1> was \u201crevoked\u201d  \n") == 'The key was "revoked"'
+
+
+def test_log_prefixes_go_and_one_failure_reads_alike_from_any_log() -> None:
+    """Timestamps, levels, CI markers, build step numbers, source references and grep file names say when and
+    where a line was logged, not what failed: the same failure logged by a scheduler, a CI runner, a build and a
+    batch job normalises to the same line."""
+    plain = normalise_error("Runtime Error: Could not find profile named 'analytics'").text
+    for logged in (
+        "[2023-09-14, 04:00:12 UTC] {subprocess.py:93} INFO - Runtime Error: Could not find profile named 'analytics'",
+        "2023-09-14T03:10:44.9012240Z ##[error]Runtime Error: Could not find profile named 'analytics'",
+        "#7 0.613 Runtime Error: Could not find profile named 'analytics'",
+        "[2023-09-14 10:14:33 +0000] [7] [ERROR] Runtime Error: Could not find profile named 'analytics'",
+        "job-1187.out: ERROR: Runtime Error: Could not find profile named 'analytics'",
+        "[rank1]: Runtime Error: Could not find profile named 'analytics'",
+    ):
+        assert normalise_error(logged).text == plain, logged
+    assert "subprocess" not in lexical_tokens(normalise_error("{subprocess.py:93} INFO - x failed").text)
+
+
+def test_a_named_tag_stays_and_a_line_of_prefix_alone_is_kept() -> None:
+    assert normalise_error("[Vue warn]: Failed to mount component").text == "[Vue warn]: Failed to mount component"
+    assert (
+        normalise_error("[scrapy.core.scraper] ERROR: Spider error").text == "[scrapy.core.scraper] ERROR: Spider error"
+    )
+    assert normalise_error("[ERROR]").text == "[ERROR]"
+    assert normalise_error("Error: writing blob").text == "Error: writing blob"  # a message's own word, not a level
+    assert normalise_error("E   ImportError: x").exception_type == "ImportError"

@@ -20,7 +20,7 @@ from gateway_plugins.gim.categories import categorise
 from gateway_plugins.gim.schemas import SearchIssuesInput
 from gateway_plugins.gim.signatures import MAX_LEXICAL_TOKENS, lexical_tokens, normalise_error
 from gateway_plugins.gim.texts import canonical_title, query_texts
-from tests.adversarial import ADVERSARIAL, CODE_ADVERSARIAL
+from tests.adversarial import ADVERSARIAL, CODE_ADVERSARIAL, repeat
 
 MAX_CHARS: int = next(
     rule.max_length for rule in SearchIssuesInput.model_fields["error_message"].metadata if hasattr(rule, "max_length")
@@ -103,10 +103,18 @@ def _original_normalise_line(line: str, components: list[str]) -> str:
     line = s._GLUED_VERSION.sub(r"\1", line)
     line = s._VERSION.sub(" ", line)
     line = s._NUMBER.sub(" ", line)
+    line = s._strip_log_prefix(line)  # a pass added after the rewrite, not a rewritten one
     return s._SPACES.sub(" ", line).strip(" \t*")
 
 
-WORST = {**ADVERSARIAL, **CODE_ADVERSARIAL}
+WORST = {
+    **ADVERSARIAL,
+    **CODE_ADVERSARIAL,
+    # log prefixes: a line that is nothing but prefix pieces, and pieces that almost match
+    "log-prefix-run": lambda n: repeat("[ERROR] ", n, tail="x"),
+    "log-prefix-open-brackets": lambda n: repeat("[", n, tail="]x"),
+    "log-prefix-file-names": lambda n: repeat("a", n, tail=".log: x"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(WORST))
