@@ -50,6 +50,10 @@ _MIME_OVERRIDES = {
 }
 
 
+_PATH_MAX = 4096
+"""Linux's ``PATH_MAX``: no longer path names a directory."""
+
+
 class FileConnectorConfig(BaseModel):
     """``connector_config`` of a ``file`` connector (besides ``type`` and ``name``)."""
 
@@ -67,6 +71,8 @@ class FileConnectorConfig(BaseModel):
     def _usable_root(cls, value: Path, info: ValidationInfo) -> Path:
         base = (info.context or {}).get("config_dir") if info.context else None
         shown = str(value) if len(str(value)) <= 300 else f"{str(value)[:200]}...({len(str(value))} characters)"
+        if len(str(value)) > _PATH_MAX:  # resolving it would look up each of its (up to 100,000) components
+            raise ValueError(f"{shown} is longer than a path can be ({_PATH_MAX} characters)")
         try:
             path = value.expanduser()
             if not path.is_absolute():
