@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -37,7 +35,6 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,117 +43,24 @@ import anyio.to_thread
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.worst_case_cases import (
+    PACKS,
+    Case,
+    cases,
+    context_cases,
+    deployment,
+    make_workspace,
+    remote_cases,
+    thought_arguments,
+)
 from gateway import http
 from gateway.app import running_runtime
-from tests.adversarial import ADVERSARIAL, CODE_ADVERSARIAL
-from tests.plugins.gim.support import NUMPY_ACTIONS, NUMPY_CAUSE, NUMPY_ERROR, gim_config, submission
+from tests.plugins.gim.support import NUMPY_ACTIONS, NUMPY_CAUSE, NUMPY_ERROR, submission
 
 GIM_CHARS = 200_000
 THOUGHT_CHARS = 100_000
 PROBE_PAUSE = 0.02
 SMALL_SEARCH = {"error_message": NUMPY_ERROR, "limit": 3}
-
-
-def deployment(data_dir: Path, workspace: Path) -> dict[str, Any]:
-    config = gim_config(
-        gateway={"data_dir": data_dir.as_posix(), "log_level": "warning"},
-        transport={"kind": "http", "max_body_bytes": 64_000_000},
-        packs={"enabled": ["gim", "thinking"]},
-    )
-    config["plugins"]["thinking"] = {"audit": True, "workspace_root": workspace.as_posix()}
-    return config
-
-
-REPETITIVE_FILE = "repetitive.py"
-"""A workspace file of 7,000 lines of 101 repeated statements, every other one with a trailing blank: the internal
-judge proposes to strip them, and checking that fix diffs two versions of the file (cubic for a sequence matcher)."""
-
-
-def make_workspace(root: Path) -> Path:
-    root.mkdir(parents=True)
-    (root / "app.py").write_text("def add(a, b):\n    return a + b\n")
-    lines = (f"value_{n % 101} = {n % 101}" + (" " if n % 2 else "") for n in range(7000))
-    (root / REPETITIVE_FILE).write_text("\n".join(lines) + "\n")
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"]):
-        subprocess.run(["git", *args], cwd=root, check=True)
-    subprocess.run(
-        ["git", "-c", "user.email=b@example.invalid", "-c", "user.name=b", "commit", "-q", "-m", "init"],
-        cwd=root,
-        check=True,
-    )
-    return root
-
-
-# -- the worst-case calls -----------------------------------------------------------------------------------------
-
-
-def _submit(text: str) -> dict[str, Any]:
-    """Ten free-text fields at the maximum size."""
-    return {
-        "error_description": text,
-        "error_message": text,
-        "code_snippet": text,
-        "root_cause": text,
-        "fix_bundle": {
-            "env_actions": [{"order": 1, "type": "command", "command": text, "explanation": text}],
-            "verification": [{"order": 1, "command": text, "expected_output": text}],
-            "code_fix": text,
-            "patch_diff": text,
-        },
-        "model": "m" * 200,
-        "provider": "p" * 100,
-    }
-
-
-def _thought(text: str) -> dict[str, Any]:
-    return {"thought": text, "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False, "branchId": "b" * 200}
-
-
-def _fenced(text: str, size: int) -> str:
-    head, tail = "```python\n", "\n```"
-    return head + text[: size - len(head) - len(tail)] + tail
-
-
-@dataclass(frozen=True)
-class Case:
-    tool: str
-    input: str
-    chars: int
-    arguments: dict[str, Any]
-
-
-def cases(gim_chars: int, thought_chars: int, issue_id: str) -> Iterator[Case]:
-    now = datetime.now(UTC).isoformat()
-    for name, make in ADVERSARIAL.items():
-        text = make(gim_chars)
-        yield Case("gim_search_issues", name, len(text), {"error_message": text, "limit": 100})
-        yield Case("gim_submit_issue", name, 10 * len(text), _submit(text))
-        notes = make(10_000)
-        yield Case(
-            "gim_confirm_fix",
-            name,
-            len(notes) + 200,
-            {"issue_id": issue_id, "success": True, "notes": notes, "session_id": make(200)},
-        )
-        yield Case("gim_get_fix_bundle", name, 64, {"issue_id": make(64)})
-        fields = {"session_id": make(200), "model": make(200), "provider": make(100)}
-        yield Case("gim_report_usage", name, 500, {"event_type": "search", "timestamp": now, **fields})
-        yield Case("sequentialthinking", name, thought_chars, _thought(make(thought_chars)))
-    for name, make in CODE_ADVERSARIAL.items():
-        yield Case("gim_search_issues", name, gim_chars, {"error_message": make(gim_chars), "limit": 100})
-        yield Case("gim_submit_issue", name, 10 * gim_chars, _submit(make(gim_chars)))
-        yield Case("sequentialthinking", name, thought_chars, _thought(make(thought_chars)))
-        fenced = _fenced(make(thought_chars), thought_chars)
-        yield Case("sequentialthinking", f"{name} (fenced)", thought_chars, _thought(fenced))
-    audit = f'```gan-config\n{{"scope": "paths", "paths": ["{REPETITIVE_FILE}"]}}\n```\nReview the module.'
-    yield Case("sequentialthinking", "repetitive workspace file", len(audit), _thought(audit))
-    nested = json.loads("[" * 500 + "]" * 500)  # deeper than this, JSON decoders refuse it
-    yield Case(
-        "gim_confirm_fix",
-        "nested-environment",
-        1000,
-        {"issue_id": issue_id, "success": True, "environment": {"a": nested}},
-    )
 
 
 # -- measuring ------------------------------------------------------------------------------------------------------
@@ -294,11 +198,11 @@ def measure(base: str, lag: LoopLag, case: Case | None) -> Row:
         time.sleep(2.0)
     else:
         with httpx.Client(base_url=base, timeout=1800) as client:
-            response = client.post(f"/api/v1/tools/{case.tool}", json=case.arguments)
-        body = response.json()
-        error = body.get("error") if isinstance(body, dict) else None
-        code = (error.get("detail") or {}).get("code") if isinstance(error, dict) else None
-        outcome = "ok" if response.status_code == 200 else f"{response.status_code} {code or error.get('code')}"
+            if case.method == "GET":
+                response = client.get(case.path, params=case.arguments)
+            else:
+                response = client.request(case.method, case.path, json=case.arguments)
+        outcome = _outcome(response)
     seconds = time.perf_counter() - started
     time.sleep(0.1)
     stop.set()
@@ -384,7 +288,8 @@ async def main(args: argparse.Namespace) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="worst-case-") as scratch:
         workspace = make_workspace(Path(scratch) / "repo")
-        config = deployment(Path(scratch) / "data", workspace)
+        packs = tuple(dict.fromkeys(["gim", *args.packs.split(",")]))  # the probes search GIM
+        config = deployment(Path(scratch), workspace, packs)
         async with running_runtime(config) as runtime:
             ready = anyio.Event()
             state: dict[str, Any] = {}
@@ -405,13 +310,9 @@ async def main(args: argparse.Namespace) -> list[Row]:
 
                 group.start_soon(probe_loop)
                 base = f"http://127.0.0.1:{state['port']}"
-                issue_id = await anyio.to_thread.run_sync(_seed, base)
+                issue_id = await anyio.to_thread.run_sync(_seed, base, packs)
                 tool_ok, input_ok = _selected(args.tools), _selected(args.inputs)
-                selected = [
-                    c
-                    for c in cases(args.gim_chars, args.thought_chars, issue_id)
-                    if tool_ok(c.tool) and input_ok(c.input)
-                ]
+                selected = [c for c in _all_cases(args, issue_id, packs) if tool_ok(c.tool) and input_ok(c.input)]
                 blame = Blame(lag) if args.blame else nullcontext()
                 with slow_callback_log(args.slow_callbacks), blame:
                     for _ in range(args.repeat):
@@ -431,8 +332,30 @@ async def main(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
-def _seed(base: str) -> str:
-    """A few issues, so searches have something to rank; returns one master's id."""
+def _all_cases(args: argparse.Namespace, issue_id: str, packs: tuple[str, ...]) -> Iterator[Case]:
+    for case in cases(args.gim_chars, args.thought_chars, issue_id):
+        if case.tool.startswith("gim_") or "thinking" in packs:
+            yield case
+    if "context" in packs:
+        yield from context_cases()
+    if "remote" in packs:
+        yield from remote_cases()
+
+
+def _outcome(response: httpx.Response) -> str:
+    if response.is_success:
+        return "ok"
+    try:
+        error = response.json().get("error")
+    except ValueError:
+        return str(response.status_code)
+    code = (error.get("detail") or {}).get("code") or error.get("code") if isinstance(error, dict) else None
+    return f"{response.status_code} {code}"
+
+
+def _seed(base: str, packs: tuple[str, ...]) -> str:
+    """A few issues, so searches have something to rank, and the Context Engine's sample repository indexed;
+    returns one master's id."""
     with httpx.Client(base_url=base, timeout=120) as client:
         first = client.post(
             "/api/v1/tools/gim_submit_issue", json=submission(NUMPY_ERROR, NUMPY_CAUSE, actions=NUMPY_ACTIONS)
@@ -445,14 +368,30 @@ def _seed(base: str) -> str:
             client.post("/api/v1/tools/gim_search_issues", json=SMALL_SEARCH)
         # start the worker process that parses long code (once per server: about half a second)
         code = "".join(f"def f{n}(a):\n    return a + {n}\n\n\n" for n in range(1500))
-        client.post("/api/v1/tools/sequentialthinking", json=_thought(f"```python\n{code}```"))
+        if "thinking" in packs:
+            client.post("/api/v1/tools/sequentialthinking", json=thought_arguments(f"```python\n{code}```"))
+        if "context" in packs:
+            _indexed(client)
         return str(first.json()["master_issue_id"])
+
+
+def _indexed(client: httpx.Client, timeout: float = 300.0) -> None:
+    """Index the declared connector, and wait for the job to finish."""
+    client.post("/api/v1/index/start", json={}).raise_for_status()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = client.get("/api/v1/index/status").json()
+        if status.get("last_completed") and status.get("status") not in ("running", "stopping"):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"the context index did not complete: {status}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tools", help="comma-separated tool names (default: all)")
     parser.add_argument("--inputs", help="comma-separated input names (default: all)")
+    parser.add_argument("--packs", default=",".join(PACKS), help="packs served besides gim (default: all)")
     parser.add_argument("--gim-chars", type=int, default=GIM_CHARS)
     parser.add_argument("--thought-chars", type=int, default=THOUGHT_CHARS)
     parser.add_argument("--repeat", type=int, default=1)

@@ -50,6 +50,10 @@ _MIME_OVERRIDES = {
 }
 
 
+_PATH_MAX = 4096
+"""Linux's ``PATH_MAX``: no longer path names a directory."""
+
+
 class FileConnectorConfig(BaseModel):
     """``connector_config`` of a ``file`` connector (besides ``type`` and ``name``)."""
 
@@ -66,16 +70,23 @@ class FileConnectorConfig(BaseModel):
     @classmethod
     def _usable_root(cls, value: Path, info: ValidationInfo) -> Path:
         base = (info.context or {}).get("config_dir") if info.context else None
-        path = value.expanduser()
-        if not path.is_absolute():
-            path = (Path(base) if base else Path.cwd()) / path
-        path = path.resolve()
-        if not path.exists():
-            raise ValueError(f"{value} does not exist")
-        if not path.is_dir():
-            raise ValueError(f"{value} is not a directory")
+        shown = str(value) if len(str(value)) <= 300 else f"{str(value)[:200]}...({len(str(value))} characters)"
+        if len(str(value)) > _PATH_MAX:  # resolving it would look up each of its (up to 100,000) components
+            raise ValueError(f"{shown} is longer than a path can be ({_PATH_MAX} characters)")
+        try:
+            path = value.expanduser()
+            if not path.is_absolute():
+                path = (Path(base) if base else Path.cwd()) / path
+            path = path.resolve()
+            exists, is_dir = path.exists(), path.is_dir()
+        except (OSError, RuntimeError) as exc:  # too long a name, a symlink loop...
+            raise ValueError(f"{shown} cannot be used: {getattr(exc, 'strerror', None) or exc}") from None
+        if not exists:
+            raise ValueError(f"{shown} does not exist")
+        if not is_dir:
+            raise ValueError(f"{shown} is not a directory")
         if not os.access(path, os.R_OK | os.X_OK):
-            raise ValueError(f"{value} is not readable")
+            raise ValueError(f"{shown} is not readable")
         return path
 
 

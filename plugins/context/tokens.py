@@ -119,7 +119,11 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
     return out
 
 
-_QUALIFIED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)+|[A-Za-z_$][\w$]*(?=\s*\()")
+# A dotted name (``a.b``, ``a::b``, ``a#b``) or a name before ``(``; a name that is neither is matched whole as
+# ``skip``: the search then resumes after it instead of trying it again from each of its characters (which made a
+# run of ``$`` or letters quadratic: 10,000 characters took 7-10 s). The matches are those of the original form
+# (tests/plugins/context/test_tokens_linear.py).
+_QUALIFIED = re.compile(r"[A-Za-z_$][\w$]*+(?:(?:(?:\.|::|#)[A-Za-z_$][\w$]*+)+|(?=\s*\()|(?P<skip>))")
 _IDENTIFIER_LIKE = re.compile(r"\b(?:_+\w+|\w+_\w*|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)\b")
 
 
@@ -128,6 +132,8 @@ def query_identifiers(query: str) -> list[str]:
     ``snake_case``/``camelCase``/``PascalCase`` words. Plain English words are not identifiers."""
     found: list[str] = []
     for match in _QUALIFIED.finditer(query):
+        if match.group("skip") is not None:
+            continue
         token = match.group(0)
         if "." in token and token.replace(".", "").isdigit():
             continue

@@ -12,10 +12,12 @@ existed are checked alike.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from gateway.api import off_loop
 from gateway_plugins.gim.agreement import conflicts
 from gateway_plugins.gim.dedup import Evidence, SecondPath
 from gateway_plugins.gim.evidence import Facts, extract_facts
@@ -91,18 +93,54 @@ async def attach_conflicts(
     by_item: dict[str, Any] = {
         str(row["id"]): row["texts"] for row in await core.repo.items_texts(core.store, item_ids)
     }
-    mine = submission_facts(prepared)
-    my_terms = report_terms(prepared.texts[ERROR], "", prepared.fix_bundle, explanation=prepared.terms)
+    # the texts are up to 200 kB each: their facts and terms are worked out in a worker thread when long (the
+    # checks below only compare sets, and read the vocabulary, which the event loop changes, on the loop)
+    reports = {
+        e.master_id: (
+            masters[e.master_id],
+            by_item.get(e.master_id),
+            [by_item[i] for i in matched[e.master_id] if i in by_item],
+        )
+        for e in candidates
+        if e.master_id in masters
+    }
+    size = sum(map(len, prepared.texts.values())) + sum(
+        _chars(master, own, children) for master, own, children in reports.values()
+    )
+    (mine, my_terms), theirs = await off_loop(partial(_evidence_of, prepared, reports), size=size)
     for e in candidates:
-        master = masters.get(e.master_id)
-        if master is None:
+        if e.master_id not in theirs:
             continue
-        own = by_item.get(e.master_id)
-        children = [by_item[i] for i in matched[e.master_id] if i in by_item]
-        found = conflicts(mine, master_facts(master, own, children))
-        items = master_terms(master, own, children)
-        mechanism = mechanism_conflict(my_terms, items, core.vocabulary, min_overlap=mechanism_overlap)
-        e.overlap = best_overlap(my_terms, items, core.vocabulary)
+        facts, terms = theirs[e.master_id]
+        found = conflicts(mine, facts)
+        mechanism = mechanism_conflict(my_terms, terms, core.vocabulary, min_overlap=mechanism_overlap)
+        e.overlap = best_overlap(my_terms, terms, core.vocabulary)
         e.conflicts = tuple(found if mechanism is None else [*found, mechanism])
         if e.conflicts:
             log.info("gim.dedup.contradiction", master=e.master_id, conflicts=[str(c) for c in e.conflicts])
+
+
+def _chars(master: MasterIssue, own: Mapping[str, str] | None, children: list[Mapping[str, str]]) -> int:
+    """About how many characters a master's evidence reads."""
+    fix = master.fix_bundle
+    actions = sum(len(a.command) + len(a.explanation or "") for a in fix.env_actions)
+    texts = sum(len(v) for t in (own or {}, *children) for v in t.values() if isinstance(v, str))
+    return len(master.root_cause) + actions + len(fix.code_fix or "") + texts
+
+
+_Report = tuple[MasterIssue, Mapping[str, str] | None, list[Mapping[str, str]]]
+
+
+def _evidence_of(
+    prepared: Prepared, reports: Mapping[str, _Report]
+) -> tuple[tuple[Facts, ReportTerms], dict[str, tuple[Facts, list[ReportTerms]]]]:
+    """The submission's facts and terms, and each candidate master's (from its row, own item and matched items)."""
+    mine = (
+        submission_facts(prepared),
+        report_terms(prepared.texts[ERROR], "", prepared.fix_bundle, explanation=prepared.terms),
+    )
+    theirs = {
+        master_id: (master_facts(master, own, children), master_terms(master, own, children))
+        for master_id, (master, own, children) in reports.items()
+    }
+    return mine, theirs

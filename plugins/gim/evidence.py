@@ -24,7 +24,7 @@ is ``sklearn``); every rule is about how errors, version specifiers and install 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from gateway_plugins.gim.models import FixBundle
@@ -37,8 +37,13 @@ _ERROR_CHARS = 4000
 """How much of an error is read for failure lines and traced libraries."""
 
 _QUOTED = re.compile(r"'([^'\n]{1,120})'|\"([^\"\n]{1,120})\"")
+# A path (two segments or more) where a run of path characters starts, or a file name with a source extension. A
+# run of name characters that is not followed by such an extension is matched whole as ``skip`` (and kept): the
+# scan then resumes after it instead of trying the run again from each of its word boundaries, which made a long
+# ``a-a-a-...`` quadratic. tests/plugins/gim/test_evidence_linear.py checks it against the form it replaced.
 _PATHLIKE = re.compile(
-    r"(?<![\w@/.-])(?:@?[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:py|pyx|js|mjs|cjs|ts|tsx|jsx|so|dll|java|go|rs)\b"
+    r"(?<![\w@/.-])(?:@?[\w.-]++/)+[\w.-]++"
+    r"|\b[\w-]++(?:\.(?:py|pyx|js|mjs|cjs|ts|tsx|jsx|so|dll|java|go|rs)\b|(?P<skip>))"
 )
 _SOURCE_PATH = re.compile(r"(?<![\w.@/-])(@?[\w.-]+)/[\w./@-]*\.(?:py|pyx|js|mjs|cjs|ts|tsx|jsx|java|go|rs|rb)\b")
 _FILLER = re.compile(r"[^a-z<>]+")
@@ -186,8 +191,11 @@ def _failure_lines(signature: ErrorSignature) -> tuple[FailureLine, ...]:
             values.append((groups[0] if groups else match.group(0)).strip().lower())
             return " <> "
 
+        def path_slot(match: re.Match[str], slot: Callable[[re.Match[str]], str] = slot) -> str:
+            return match.group(0) if match.group("skip") is not None else slot(match)
+
         templated = _QUOTED.sub(slot, line)
-        templated = _PATHLIKE.sub(slot, templated)
+        templated = _PATHLIKE.sub(path_slot, templated)
         template = _FILLER.sub(" ", templated.lower()).strip()
         if values and len(template) >= 8:
             out.append(FailureLine(template, tuple(values)))

@@ -233,7 +233,10 @@ async def test_two_assistants_share_one_data_dir_and_the_second_survives_the_fir
             await anyio.sleep(STALENESS)
             for arguments, answer in acknowledged[-6:]:
                 await search_finds(client, arguments, answer)  # this assistant's server now owns the store
-            assert await anyio.to_thread.run_sync(submitted_count, second_config, data_dir) == len(acknowledged)
+            # The killed server may have committed the submission it was working on without getting to answer it
+            # (kill -9 lands anywhere; its client sends one call at a time): at most one more than acknowledged.
+            stored = await anyio.to_thread.run_sync(submitted_count, second_config, data_dir)
+            assert len(acknowledged) <= stored <= len(acknowledged) + 1, (stored, len(acknowledged))
 
     with anyio.fail_after(600):
         async with anyio.create_task_group() as group:

@@ -140,6 +140,23 @@ def test_config_names_the_root_problem(tmp_path: Path) -> None:
         assert caught.value.errors()[0]["loc"] == ("root",) and words in str(caught.value)
 
 
+def test_a_root_the_system_cannot_look_up_is_a_validation_error(tmp_path: Path) -> None:
+    """A name longer than the file system allows (a caller's 200,000 characters made ``stat`` raise, a 500; a
+    path of 100,000 components took a second to resolve, on the event loop), or a symlink loop: the field is named,
+    with the reason, and the value is not echoed whole."""
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    cases = (
+        (tmp_path / ("a" * 2000), "File name too long"),
+        (Path("/a" * 100_000), "longer than a path can be"),
+        (tmp_path / "loop" / "x", ""),
+    )
+    for root, words in cases:
+        with pytest.raises(ValidationError) as caught:
+            FileConnectorConfig(root=root)
+        assert caught.value.errors()[0]["loc"] == ("root",) and words in str(caught.value)
+        assert len(str(caught.value)) < 1000
+
+
 async def test_git_history_of_the_tree_and_of_one_file(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "repo", {"a.py": "a = 1\n", "b.py": "b = 1\n"})
     git(root, "init", "-q")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import stat
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -135,13 +136,27 @@ def test_three_processes_one_killed_the_other_two_carry_on(tmp_path: Path) -> No
     anyio.run(check)
 
 
+def stop_and_wait(proc: subprocess.Popen[str]) -> None:
+    """``SIGSTOP`` ``proc`` and return once every thread of it has stopped.
+
+    ``kill`` only queues the signal and wakes one thread to act on it; the process's other threads run on until
+    that thread gets a CPU and stops them all. On a busy machine that takes milliseconds, long enough for the
+    owner's serving thread to answer a request sent meanwhile. The parent learns of the completed stop through
+    ``waitpid(WUNTRACED)``.
+    """
+    os.kill(proc.pid, signal.SIGSTOP)
+    _, status = os.waitpid(proc.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status) and os.WSTOPSIG(status) == signal.SIGSTOP
+
+
 async def test_an_owner_that_does_not_answer_fails_calls_after_the_request_timeout(tmp_path: Path) -> None:
     holder = spawn("shared-hold", tmp_path)
     owner_pid = next_message(holder)["ready"]
+    assert owner_pid == holder.pid
     store = SharedEdgeStore(tmp_path, QdrantEdgeConfig(request_timeout_seconds=1.0))
     try:
         assert await store.count(COLLECTION) == 1
-        os.kill(owner_pid, signal.SIGSTOP)
+        stop_and_wait(holder)
         try:
             started = time.monotonic()
             with pytest.raises(OwnerUnavailable, match=f"pid {owner_pid}.*did not answer within 1 s") as caught:
