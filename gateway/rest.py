@@ -10,6 +10,7 @@ path does not serve (405, with ``Allow``) included, use the envelope of :mod:`ga
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -120,7 +121,11 @@ class RestApi:
             names[route.name] = item.owner
 
     def mount(self) -> Mount:
-        return Mount(PREFIX, app=self)
+        mount = Mount(PREFIX, app=self)
+        # Starlette's catch-all ``{path:path}`` is ``.*``, which stops at a line break: a path holding ``%0A`` would
+        # miss this API and get Starlette's plain-text 404 instead of the error envelope.
+        mount.path_regex = re.compile(mount.path_regex.pattern, re.DOTALL)
+        return mount
 
     def is_public(self, method: str, path: str) -> bool:
         """Whether ``method path`` is a public route (admitted without credentials)."""

@@ -134,6 +134,10 @@ def test_handler_errors_keep_their_status_and_crashes_hide_their_details(served:
 
 def test_unknown_paths_and_methods_use_the_envelope(served: Served) -> None:
     envelope(served.call("GET", "/no/such/route", "full"), 404, "NOT_FOUND_ERROR")
+    for odd in ("/no%0D%0Aroute", "/no/such%0A/route", "/%0A"):  # encoded line breaks reach the API too
+        envelope(served.call("GET", odd, "full"), 404, "NOT_FOUND_ERROR")
+    for odd_id in ("a%0Ab", "%0A", "a%00b"):
+        envelope(served.call("GET", f"/notes/{odd_id}", "full"), 400, "VALIDATION_ERROR")
     refused = served.call("PATCH", "/notes/0123abcd", "full", json={})
     envelope(refused, 405, "METHOD_NOT_ALLOWED")
     assert refused.headers["Allow"] == "GET, PUT, DELETE"
