@@ -33,10 +33,17 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+PATH_MAX = 4096
+"""The longest path accepted (Linux's ``PATH_MAX``): a longer one names no file."""
+TicketId = Annotated[str, Field(max_length=200)]
+
+
 class WorkContext(_In):
-    active_file: str | None = Field(None, description="Repository-relative path of the file the user has open.")
-    git_branch: str | None = None
-    open_ticket_ids: list[str] | None = None
+    active_file: str | None = Field(
+        None, max_length=PATH_MAX, description="Repository-relative path of the file the user has open."
+    )
+    git_branch: str | None = Field(None, max_length=1000)
+    open_ticket_ids: list[TicketId] | None = Field(None, max_length=100)
 
 
 class DateRange(_In):
@@ -97,8 +104,8 @@ class SearchOutput(BaseModel):
 
 
 class RelatedInput(_In):
-    file_path: str | None = Field(None, description="Path to the file to get related info for")
-    ticket_id: str | None = Field(None, description="Ticket ID to get related info for")
+    file_path: str | None = Field(None, max_length=PATH_MAX, description="Path to the file to get related info for")
+    ticket_id: TicketId | None = Field(None, description="Ticket ID to get related info for")
 
 
 class Commit(BaseModel):

@@ -77,6 +77,26 @@ async def test_bad_input_gets_a_structured_error_naming_the_field(repo: Path, da
         assert error["details"]["errors"][0]["field"] == "file_path"
         error = await call_error(client, "context.get_related_info", {"file_path": "no/such.py"})
         assert error["code"] == "not_found" and error["details"]["field"] == "file_path"
+        oversized = {  # a value no file, branch or ticket can have is refused before any work, and not echoed
+            "context.get_related_info": [
+                ({"file_path": "a/" * 3000}, "file_path"),
+                ({"ticket_id": "PROJ-" + "1" * 300}, "ticket_id"),
+            ],
+            "context.search": [
+                ({"query": "x", "work_context": {"active_file": "a/" * 3000}}, "work_context.active_file"),
+                ({"query": "x", "work_context": {"git_branch": "b" * 2000}}, "work_context.git_branch"),
+                ({"query": "x", "work_context": {"open_ticket_ids": ["P-1"] * 101}}, "work_context.open_ticket_ids"),
+                (
+                    {"query": "x", "work_context": {"open_ticket_ids": ["P-" + "1" * 300]}},
+                    "work_context.open_ticket_ids.0",
+                ),
+            ],
+        }
+        for tool, cases in oversized.items():
+            for arguments, field in cases:
+                error = await call_error(client, tool, arguments)
+                assert error["code"] == "validation_error" and error["details"]["errors"][0]["field"] == field
+                assert len(error["message"]) < 1000
 
 
 async def test_filters_and_active_file(repo: Path, data_dir: Path) -> None:
