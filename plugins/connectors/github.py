@@ -17,11 +17,9 @@ documentation asks. Document paths: ``{owner}/{repo}/issues/{n}`` and ``{owner}/
 
 from __future__ import annotations
 
-import email.utils
 import re
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -274,7 +272,7 @@ class GitHubConnector:
         response = await self._get(url, params=params, headers=headers or None)
         if response.status_code == 304:  # nothing changed since the last (empty) sync: it did not count
             return ChangePage(documents=[], cursor=dump_cursor(state), more=False)
-        started = state.get("started") or self._server_time(response)
+        started = state.get("started") or iso(self.http.server_time(response))
         items = [item for item in response.json() if self._wanted(item)]
         documents = [await self._document(item) for item in items]
         found = int(state.get("found", 0)) + len(response.json())
@@ -288,16 +286,6 @@ class GitHubConnector:
         else:
             done = {"since": started}
         return ChangePage(documents=documents, cursor=dump_cursor(done), more=False)
-
-    def _server_time(self, response: httpx.Response) -> str:
-        """The server's time of the sync's first answer (its ``Date``): the next sync's ``since``."""
-        date = response.headers.get("date")
-        if date:
-            try:
-                return iso(email.utils.parsedate_to_datetime(date))
-            except (TypeError, ValueError):
-                pass
-        return iso(datetime.fromtimestamp(self.http.clock(), UTC))
 
     async def scan(self) -> ScanResult:
         return await scan_by_changes(self)

@@ -17,6 +17,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -262,6 +263,17 @@ class HostedHttp:
                 details={"service": self.service},
             ) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def server_time(self, response: httpx.Response) -> datetime:
+        """The server's time of ``response`` (its ``Date`` header), else this clock's: an incremental sync's next
+        ``since`` comes from the server's clock, so a skewed local clock cannot skip or repeat changes."""
+        date = response.headers.get("date")
+        if date:
+            try:
+                return email.utils.parsedate_to_datetime(date)
+            except (TypeError, ValueError):
+                pass
+        return datetime.fromtimestamp(self.clock(), UTC)
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -18,11 +18,10 @@ keys (``PROJ-123``).
 from __future__ import annotations
 
 import base64
-import email.utils
 import re
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -245,22 +244,13 @@ class JiraConnector:
             request.pop("nextPageToken")  # an expired page token: ask the same search again from its start
             response = await self.http.request("POST", "rest/api/3/search/jql", json=request)
         body = response.json()
-        started = run.get("started") or self._server_time(response)
+        started = run.get("started") or iso(self.http.server_time(response))
         documents = [await self._document(issue) for issue in body.get("issues") or []]
         token = body.get("nextPageToken")
         if token and not body.get("isLast", False):
             next_state = {"since": state.get("since"), "run": {"jql": run["jql"], "token": token, "started": started}}
             return ChangePage(documents=documents, cursor=dump_cursor(next_state), more=True)
         return ChangePage(documents=documents, cursor=dump_cursor({"since": started}), more=False)
-
-    def _server_time(self, response: httpx.Response) -> str:
-        date = response.headers.get("date")
-        if date:
-            try:
-                return iso(email.utils.parsedate_to_datetime(date))
-            except (TypeError, ValueError):
-                pass
-        return iso(datetime.fromtimestamp(self.http.clock(), UTC))
 
     async def scan(self) -> ScanResult:
         return await scan_by_changes(self)
