@@ -159,7 +159,9 @@ def unique(tokens: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(tokens))
 
 
-_ERROR_HEAD = re.compile(r"^\s*((?:[A-Za-z_][\w$]*\.)*)([A-Z][\w$]*)\s*:\s+(?=\S)", re.M)
+_ERROR_HEAD = re.compile(r"^[ \t]*((?:[A-Za-z_][\w$]*\.)*)([A-Z][\w$]*)[ \t]*:[ \t]+(?=\S)", re.M)
+r"""Blanks, not ``\s``, around the name: ``\s`` would cross line ends, and from every line start of a run of blank
+lines scan the rest of the run (quadratic)."""
 
 
 @dataclass(frozen=True)

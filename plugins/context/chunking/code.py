@@ -31,19 +31,22 @@ _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 _CONCAT_TYPES = frozenset({"binary_expression", "binary_operator"})
 """``+`` expressions (JavaScript/TypeScript/Go/Java/Rust ``binary_expression``, Python ``binary_operator``)."""
 
-_IMPORTS = {
+_IMPORTS = {  # a line's leading blanks are [ \t]*, not \s*: \s crosses line ends (quadratic on blank runs)
     "python": (
-        re.compile(r"^\s*from\s+([.\w]+)\s+import\s+\(?([\w\s,]+)", re.M),
-        re.compile(r"^\s*import\s+([\w.]+)", re.M),
+        re.compile(r"^[ \t]*from\s+([.\w]+)\s+import\s+\(?([\w\s,]+)", re.M),
+        re.compile(r"^[ \t]*import\s+([\w.]+)", re.M),
     ),
     "javascript": (
         re.compile(
-            r"""require\(\s*['"]([^'"]+)['"]\s*\)|\bfrom\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]""", re.M
+            r"""require\(\s*['"]([^'"]+)['"]\s*\)|\bfrom\s+['"]([^'"]+)['"]|^[ \t]*import\s+['"]([^'"]+)['"]""", re.M
         ),
     ),
-    "go": (re.compile(r'^\s*(?:import\s+)?(?:\w+\s+)?"([\w./-]+)"\s*$', re.M),),
-    "java": (re.compile(r"^\s*import\s+(?:static\s+)?([\w.]+)", re.M),),
-    "rust": (re.compile(r"^\s*(?:pub\s+)?use\s+([\w:]+)", re.M), re.compile(r"^\s*(?:pub\s+)?mod\s+(\w+)\s*;", re.M)),
+    "go": (re.compile(r'^[ \t]*(?:import\s+)?(?:\w+\s+)?"([\w./-]+)"\s*$', re.M),),
+    "java": (re.compile(r"^[ \t]*import\s+(?:static\s+)?([\w.]+)", re.M),),
+    "rust": (
+        re.compile(r"^[ \t]*(?:pub\s+)?use\s+([\w:]+)", re.M),
+        re.compile(r"^[ \t]*(?:pub\s+)?mod\s+(\w+)\s*;", re.M),
+    ),
 }
 
 
@@ -52,7 +55,7 @@ def _imports(language: str, text: str) -> list[str]:
     found: list[str] = []
     for pattern in _IMPORTS.get(key, ()):
         for match in pattern.finditer(text):
-            if key == "python" and match.re.pattern.startswith("^\\s*from"):
+            if key == "python" and match.re.pattern.startswith("^[ \\t]*from"):
                 module = match.group(1)
                 found.append(module)
                 for name in match.group(2).replace("\n", " ").split(","):
@@ -71,10 +74,15 @@ def _string_text(node: Any, source: bytes) -> str:
     return text.lstrip("rbuRBUfF").strip("'\"`")
 
 
-def _concatenation(node: Any) -> list[Any] | None:
-    """The operands of a ``+`` chain holding at least one string literal (``'Failed to lookup view "' + name``),
-    else ``None``."""
+def _plus_chain(node: Any) -> list[Any] | None:
+    """The operands of the ``+`` chain ``node`` heads (``'Failed to lookup view "' + name``), else ``None``.
+
+    The whole chain at once: a walk that took each nested ``+`` as a chain of its own would read an n-term sum n
+    times (quadratic)."""
     if node.type not in _CONCAT_TYPES:
+        return None
+    operator = node.child_by_field_name("operator")
+    if operator is None or operator.type != "+":
         return None
     operands: list[Any] = []
     stack = [node]
@@ -85,7 +93,7 @@ def _concatenation(node: Any) -> list[Any] | None:
             stack.extend(reversed([current.child_by_field_name("left"), current.child_by_field_name("right")]))
         elif current is not None:
             operands.append(current)
-    return operands if any(o.type in _STRING_TYPES for o in operands) else None
+    return operands
 
 
 def _strings(root: Any, source: bytes) -> list[tuple[int, str]]:
@@ -107,11 +115,12 @@ def _strings(root: Any, source: bytes) -> list[tuple[int, str]]:
             if len(text) > 3:
                 out.append((node.start_point[0] + 1, text))
             continue
-        operands = _concatenation(node)
+        operands = _plus_chain(node)
         if operands is not None:
-            text = "".join(_string_text(o, source) if o.type in _STRING_TYPES else "{}" for o in operands)
-            if len(text) > 3:
-                out.append((node.start_point[0] + 1, text))
+            if any(o.type in _STRING_TYPES for o in operands):
+                text = "".join(_string_text(o, source) if o.type in _STRING_TYPES else "{}" for o in operands)
+                if len(text) > 3:
+                    out.append((node.start_point[0] + 1, text))
             stack.extend(o for o in operands if o.type not in _STRING_TYPES)  # literals inside calls, etc.
             continue
         stack.extend(node.children)

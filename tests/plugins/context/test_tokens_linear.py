@@ -18,7 +18,7 @@ import pytest
 
 from gateway_plugins.context import tokens
 from gateway_plugins.context.models import SearchInput
-from gateway_plugins.context.tokens import query_identifiers, tokenize
+from gateway_plugins.context.tokens import error_head, query_identifiers, tokenize
 from tests.adversarial import ADVERSARIAL, CODE_ADVERSARIAL, repeat
 
 ORIGINAL = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)+|[A-Za-z_$][\w$]*(?=\s*\()")
@@ -29,6 +29,7 @@ MAX_QUERY: int = next(
 )
 WORST = {
     **ADVERSARIAL,
+    "blank lines": partial(repeat, "\n", head="TypeError:"),
     **CODE_ADVERSARIAL,
     **{f"run of {unit!r}": partial(repeat, unit) for unit in ("$", "1a", "$1", "a:", "a ")},
 }
@@ -53,3 +54,5 @@ def test_a_worst_case_question_goes_through_the_query_passes(name: str) -> None:
         found = query_identifiers(text)
         assert all(identifier in text for identifier in found[:50])
         assert all(token for token in tokenize(text, drop_stopwords=True)[:50])
+        head = error_head(text)  # ``^\s*`` under re.M scanned a run of blank lines from each of its line starts
+        assert head is None or head.qualified in text
