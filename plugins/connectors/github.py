@@ -31,10 +31,8 @@ from gateway.api import (
     ChangePage,
     DocumentContent,
     DocumentSection,
-    HistoryEntry,
     NotFound,
     ProviderContext,
-    ScanResult,
 )
 from gateway_plugins.connectors.common import (
     content_of,
@@ -43,10 +41,16 @@ from gateway_plugins.connectors.common import (
     load_cursor,
     match_path,
     parse_time,
-    scan_by_changes,
 )
 from gateway_plugins.connectors.config import HostedConfig
-from gateway_plugins.connectors.http import HostedHttp, Retry, default_judge, error_for, retry_after_seconds
+from gateway_plugins.connectors.http import (
+    HostedConnector,
+    HostedHttp,
+    Retry,
+    default_judge,
+    error_for,
+    retry_after_seconds,
+)
 
 __all__ = ["API_VERSION", "GitHubConfig", "GitHubConnector", "github_connector_factory"]
 
@@ -120,7 +124,7 @@ def _day(value: str | None) -> str:
     return parse_time(value).strftime("%Y-%m-%d")
 
 
-class GitHubConnector:
+class GitHubConnector(HostedConnector):
     """Issues and pull requests of one repository (see the module docstring)."""
 
     type = "github"
@@ -287,9 +291,6 @@ class GitHubConnector:
             done = {"since": started}
         return ChangePage(documents=documents, cursor=dump_cursor(done), more=False)
 
-    async def scan(self) -> ScanResult:
-        return await scan_by_changes(self)
-
     async def read(self, path: str) -> DocumentContent:
         found = match_path(path, _PATH, _SHAPE)
         if found["repo"] != self.repo:
@@ -299,12 +300,6 @@ class GitHubConnector:
             actual = "a pull request" if "pull_request" in item else "an issue"
             raise NotFound(f"{path!r}: #{found['number']} is {actual}", details={"path": path})
         return content_of(await self._document(item))
-
-    async def history(self, path: str | None = None, *, limit: int = 20) -> list[HistoryEntry]:
-        return []
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
 
 
 def github_connector_factory(context: ProviderContext) -> GitHubConnector:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import email.utils
 import random
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,17 +28,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from gateway.api import (
+    ChangePage,
     Forbidden,
+    HistoryEntry,
     NotFound,
     RateLimitExceeded,
+    ScanResult,
     ServiceUnavailable,
     ToolError,
     Unauthenticated,
 )
+from gateway_plugins.connectors.common import scan_by_changes
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["HostedHttp", "HttpPolicy", "Judge", "Retry", "default_judge", "retry_after_seconds"]
+__all__ = ["HostedConnector", "HostedHttp", "HttpPolicy", "Judge", "Retry", "default_judge", "retry_after_seconds"]
 
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 
@@ -277,3 +282,23 @@ class HostedHttp:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+class HostedConnector(ABC):
+    """What the hosted connectors (GitHub, Jira, Slack) share beyond their HTTP client ``http``: ``scan`` is a full
+    sync through their own ``changes``, their documents (tickets, pull requests, threads) have no file history, and
+    closing closes the client."""
+
+    http: HostedHttp
+
+    @abstractmethod
+    async def changes(self, cursor: str | None) -> ChangePage: ...
+
+    async def scan(self) -> ScanResult:
+        return await scan_by_changes(self)
+
+    async def history(self, path: str | None = None, *, limit: int = 20) -> list[HistoryEntry]:
+        return []
+
+    async def aclose(self) -> None:
+        await self.http.aclose()

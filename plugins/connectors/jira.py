@@ -34,10 +34,8 @@ from gateway.api import (
     ChangePage,
     DocumentContent,
     DocumentSection,
-    HistoryEntry,
     NotFound,
     ProviderContext,
-    ScanResult,
     ToolError,
 )
 from gateway_plugins.connectors.adf import adf_to_text
@@ -48,10 +46,9 @@ from gateway_plugins.connectors.common import (
     load_cursor,
     match_path,
     parse_time,
-    scan_by_changes,
 )
 from gateway_plugins.connectors.config import HostedConfig
-from gateway_plugins.connectors.http import HostedHttp, Retry, default_judge
+from gateway_plugins.connectors.http import HostedConnector, HostedHttp, Retry, default_judge
 
 __all__ = ["FIELDS", "JiraConfig", "JiraConnector", "jira_connector_factory"]
 
@@ -128,7 +125,7 @@ def _name(person: Any) -> str | None:
     return person.get("displayName") if isinstance(person, dict) else None
 
 
-class JiraConnector:
+class JiraConnector(HostedConnector):
     """Issues of some Jira projects (see the module docstring)."""
 
     type = "jira"
@@ -252,21 +249,12 @@ class JiraConnector:
             return ChangePage(documents=documents, cursor=dump_cursor(next_state), more=True)
         return ChangePage(documents=documents, cursor=dump_cursor({"since": started}), more=False)
 
-    async def scan(self) -> ScanResult:
-        return await scan_by_changes(self)
-
     async def read(self, path: str) -> DocumentContent:
         key = match_path(path, _KEY, "PROJ-123").group(0)
         if self.config.projects and key.rsplit("-", 1)[0] not in self.config.projects:
             raise NotFound(f"{key} is not in the projects of this connector", details={"path": path})
         issue = (await self.http.request("GET", f"rest/api/3/issue/{key}", params={"fields": ",".join(FIELDS)})).json()
         return content_of(await self._document(issue))
-
-    async def history(self, path: str | None = None, *, limit: int = 20) -> list[HistoryEntry]:
-        return []
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
 
 
 def jira_connector_factory(context: ProviderContext) -> JiraConnector:

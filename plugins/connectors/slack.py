@@ -34,16 +34,14 @@ from gateway.api import (
     DocumentContent,
     DocumentSection,
     Forbidden,
-    HistoryEntry,
     NotFound,
     ProviderContext,
-    ScanResult,
     ToolError,
     Unauthenticated,
 )
-from gateway_plugins.connectors.common import content_of, dump_cursor, load_cursor, match_path, scan_by_changes
+from gateway_plugins.connectors.common import content_of, dump_cursor, load_cursor, match_path
 from gateway_plugins.connectors.config import HostedConfig
-from gateway_plugins.connectors.http import HostedHttp, Retry, default_judge, retry_after_seconds
+from gateway_plugins.connectors.http import HostedConnector, HostedHttp, Retry, default_judge, retry_after_seconds
 
 __all__ = ["SlackConfig", "SlackConnector", "slack_connector_factory"]
 
@@ -178,7 +176,7 @@ def _body(message: dict[str, Any]) -> str:
     return text.strip() or "(no text)"
 
 
-class SlackConnector:
+class SlackConnector(HostedConnector):
     """Threads and messages of some channels of one workspace (see the module docstring)."""
 
     type = "slack"
@@ -354,9 +352,6 @@ class SlackConnector:
             cursor=cursor,
         )
 
-    async def scan(self) -> ScanResult:
-        return await scan_by_changes(self)
-
     async def read(self, path: str) -> DocumentContent:
         found = match_path(path, _PATH, _SHAPE)
         if not self._names:
@@ -367,12 +362,6 @@ class SlackConnector:
         if not thread or thread[0].get("ts") != found["ts"]:
             raise NotFound(f"no Slack message {path!r}", details={"path": path})
         return content_of(self._render(found["channel"], thread))
-
-    async def history(self, path: str | None = None, *, limit: int = 20) -> list[HistoryEntry]:
-        return []
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
 
 
 def slack_connector_factory(context: ProviderContext) -> SlackConnector:
