@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -71,3 +74,36 @@ def envelope(response: httpx.Response, status: int, code: str) -> dict[str, Any]
     assert set(error) >= {"code", "message", "detail", "correlation_id", "retryable"}
     assert response.headers["X-Correlation-ID"] == error["correlation_id"]
     return error
+
+
+def run_schemathesis(
+    served: Served, key: str, cwd: Path, *, max_examples: int, timeout: float, extra: Sequence[str] = ()
+) -> subprocess.CompletedProcess[str]:
+    """schemathesis (its ``st`` CLI, every check, a fixed seed, one worker, no example database) against the live
+    server's OpenAPI document, authenticated with API key ``key``. ``cwd``: where it reads ``schemathesis.toml``
+    and keeps its cache."""
+    return subprocess.run(
+        [
+            str(Path(sys.executable).with_name("st")),
+            "run",
+            served.url("/openapi.json"),
+            "--header",
+            f"X-API-Key: {served.keys[key]['X-API-Key']}",
+            "--checks",
+            "all",
+            *extra,
+            "--max-examples",
+            str(max_examples),
+            "--seed",
+            "1",
+            "--workers",
+            "1",
+            "--generation-database",
+            "none",
+            "--no-color",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )

@@ -5,8 +5,6 @@ OpenAPI document generated from the same models."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +16,7 @@ from openapi_spec_validator import validate
 
 from gateway.testing import http_gateway
 from tests.gateway.rest_sample import PLUGINS, SCOPES, notes_config
-from tests.gateway.rest_support import Served, envelope, serve_notes
+from tests.gateway.rest_support import Served, envelope, run_schemathesis, serve_notes
 
 KEYS = {
     "full": ("acme", SCOPES),
@@ -181,32 +179,9 @@ def test_schemathesis_finds_no_failure_on_the_live_server(tmp_path: Path) -> Non
     negative and positive data, unsupported methods, ignored auth...) over every phase, on the live server."""
     roomy = {"tiers": {name: 100_000 for name in ("search", "index", "notes_edit", "probe")}}
     with serve_notes(notes_config(tmp_path, rest=roomy), {"full": ("acme", SCOPES)}) as served:
-        run = subprocess.run(
-            [
-                str(Path(sys.executable).with_name("st")),
-                "run",
-                served.url("/openapi.json"),
-                "--header",
-                f"X-API-Key: {served.keys['full']['X-API-Key']}",
-                "--checks",
-                "all",
-                "--exclude-path",
-                "/api/v1/boom",  # fails on purpose (a designed 500)
-                "--max-examples",
-                "30",
-                "--seed",
-                "1",
-                "--workers",
-                "1",
-                "--generation-database",
-                "none",
-                "--no-color",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=tmp_path,  # schemathesis keeps a cache in the working directory
-        )
+        run = run_schemathesis(
+            served, "full", tmp_path, max_examples=30, timeout=600, extra=["--exclude-path", "/api/v1/boom"]
+        )  # /boom fails on purpose (a designed 500)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert "No issues found" in run.stdout
     assert re.search(r"Tested: 10\b", run.stdout), run.stdout[-2000:]

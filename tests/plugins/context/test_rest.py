@@ -5,8 +5,6 @@ server."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import anyio
 import pytest
 from openapi_spec_validator import validate
 
+from tests.gateway.rest_support import run_schemathesis
 from tests.plugins.context.rest_support import ROUTES, SCOPES, Api, envelope, rest_config, serve
 from tests.plugins.context.support import sample_repo
 
@@ -268,30 +267,7 @@ def test_schemathesis_finds_no_failure_on_the_live_server(tmp_path: Path) -> Non
         api.add_file_connector("admin", repo)
         api.index("admin")
         (tmp_path / "schemathesis.toml").write_text(SCHEMATHESIS_CONFIG)
-        run = subprocess.run(
-            [
-                str(Path(sys.executable).with_name("st")),
-                "run",
-                api.url("/openapi.json"),
-                "--header",
-                f"X-API-Key: {api.keys['admin']['X-API-Key']}",
-                "--checks",
-                "all",
-                "--max-examples",
-                "25",
-                "--seed",
-                "1",
-                "--workers",
-                "1",
-                "--generation-database",
-                "none",
-                "--no-color",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            cwd=tmp_path,  # schemathesis reads schemathesis.toml and keeps a cache in the working directory
-        )
+        run = run_schemathesis(api, "admin", tmp_path, max_examples=25, timeout=900)
     assert run.returncode == 0, run.stdout[-8000:] + run.stderr[-2000:]
     assert "Failures:" not in run.stdout and re.search(r"(\d+) generated, \1 passed", run.stdout), run.stdout[-3000:]
     # Warnings may remain: advice that some operations need state no schema describes (a running job to stop,
