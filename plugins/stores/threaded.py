@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
@@ -151,8 +152,18 @@ class ThreadedConnection:
         return await self._run_while_busy(operation)
 
     async def _run_while_busy(self, operation: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``operation`` on the worker thread, again while the database is busy, up to the busy timeout."""
-        async for attempt in tenacity.AsyncRetrying(**_retrying_while_busy(self._busy_timeout_ms / 1000)):
+        """Run ``operation`` on the worker thread, again while the database is busy, up to the busy timeout in all.
+        The retry loop is built only once a first try was busy (every read of the store comes this way)."""
+        started = time.monotonic()
+        try:
+            return await self.run(operation)
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            left = self._busy_timeout_ms / 1000 - (time.monotonic() - started)
+            if left <= 0:
+                raise
+        async for attempt in tenacity.AsyncRetrying(**_retrying_while_busy(left)):
             with attempt:
                 return await self.run(operation)
         raise AssertionError("unreachable: tenacity re-raises the last error")
