@@ -28,15 +28,23 @@ def principal_of(runtime: GatewayRuntime, ctx: Any) -> Principal:
     return runtime.default_principal
 
 
-def call_context(runtime: GatewayRuntime, ctx: Any) -> CallContext:
-    """The runtime's call context for a request (HTTP when it carries a Starlette request, else stdio)."""
+def call_context(runtime: GatewayRuntime, ctx: Any, *, in_process: bool = False) -> CallContext:
+    """The runtime's call context for a request (HTTP when it carries a Starlette request, else stdio).
+
+    A progress sink is set only when the caller asked for progress (its request carries ``_meta.progressToken``),
+    so a pack that forwards the call elsewhere can tell whether anyone listens. ``in_process``: the SDK's
+    in-process client hands its callback over without a token; the sink is then always set (the SDK's own
+    ``report_progress`` is a no-op when no callback was given).
+    """
     request = getattr(ctx, "request", None)
     principal = principal_of(runtime, ctx)
     if request is None:
         context = runtime.new_context(principal=principal, transport="stdio")
     else:
         context = runtime.new_context(principal=principal, transport="http", headers=dict(request.headers))
-    context.progress_sink = ctx.session.report_progress  # a no-op unless the caller asked for progress
+    meta = getattr(ctx, "meta", None) or {}
+    if in_process or meta.get("progressToken", meta.get("progress_token")) is not None:
+        context.progress_sink = ctx.session.report_progress
     return context
 
 

@@ -1,6 +1,6 @@
 """A client for other MCP servers, independent of any SDK: what a pack uses to front a remote server.
 
-The host implements :class:`UpstreamConnector` over the official MCP SDK (in the one module that imports it) and
+The host implements :class:`UpstreamConnector` over the official MCP SDK (in the one package that imports it) and
 hands it to packs as :attr:`gateway.api.PackContext.upstreams`. A pack never sees SDK types: it connects to a
 :class:`StdioTarget` (a command the host starts, in its own process group, tied to the gateway's life so it dies
 with it even when the gateway is killed) or an :class:`HttpTarget` (Streamable HTTP, either protocol era), and

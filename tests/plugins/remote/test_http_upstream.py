@@ -171,6 +171,25 @@ async def test_no_caller_credential_reaches_the_upstream(tmp_path: Path, py_http
     assert "remote:py" in refused.message
 
 
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_arguments_the_tool_routes_by_travel_as_headers(tmp_path: Path, py_http: HttpUpstream, protocol: str):
+    """A 2026-07-28 tool whose input schema marks an argument ``x-mcp-header`` gets it as an ``Mcp-Param-*``
+    header too (its server checks that the two agree); the handshake era has no such headers."""
+    config = remote_config(tmp_path, [_server(py_http, protocol=protocol)])
+    with http_gateway(config) as (base, _runtime):
+        async with Client(f"{base}/mcp") as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            plain = await client.call_tool("py_regional", {"region": "eu-west"})
+            encoded = await client.call_tool("py_regional", {"region": "zürich"})
+    assert tools["py_regional"].input_schema["properties"]["region"]["x-mcp-header"] == "Region"
+    if protocol == "auto":
+        assert plain.structured_content == {"result": "eu-west routed by eu-west"}
+        assert encoded.structured_content == {"result": "zürich routed by =?base64?esO8cmljaA==?="}
+    else:
+        assert plain.structured_content == {"result": "eu-west routed by None"}
+        assert not encoded.is_error
+
+
 async def test_rate_limit_rules_name_remote_tools(tmp_path: Path, py_http: HttpUpstream):
     rule = {"name": "py", "tools": ["py_echo"], "kind": "daily", "limit": 2}
     quota = {
@@ -244,6 +263,7 @@ async def test_allow_and_deny_lists(tmp_path: Path, py_http: HttpUpstream):
         "b_pause",
         "b_pid",
         "b_whoami",
+        "b_regional",
     }
 
 

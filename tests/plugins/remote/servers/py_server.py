@@ -14,10 +14,11 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 STATE = Path(sys.argv[-1])
 server = MCPServer("py-upstream", instructions="A test server.")
@@ -85,6 +86,13 @@ def whoami(ctx: Context) -> str:
     headers = dict(request.headers) if request is not None else {}
     (STATE / f"headers-{_next()}.json").write_text(json.dumps(headers))
     return "recorded"
+
+
+@server.tool(description="Answer the region the call was routed by (its Mcp-Param-Region header, 2026-07-28).")
+def regional(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})], ctx: Context) -> str:
+    request = ctx.request_context.request
+    routed = request.headers.get("mcp-param-region") if request is not None else None
+    return f"{region} routed by {routed}"
 
 
 @server.tool(description="A tool whose description carries a secret: ghp_0123456789abcdefghijABCDEFGHIJ012345")

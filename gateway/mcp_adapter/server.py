@@ -1,24 +1,17 @@
-"""The one module that imports the ``mcp`` SDK: it maps the runtime onto a lowlevel ``Server``, and gives the
-client packs use to front other MCP servers (:class:`gateway.api.UpstreamConnector`) its SDK half.
-
-Everything MCP-specific (types, error codes, transports, the SDK client used by in-process tests and the CLI)
-stays here, so an SDK upgrade touches one file. What needs no SDK lives beside it: :mod:`gateway.wire` (MCP's JSON
-shapes), :mod:`gateway.request_context`, :mod:`gateway.upstream_session`, :mod:`gateway.upstream_process`.
-"""
+"""The gateway as an MCP server: the runtime mapped onto a lowlevel SDK ``Server``, served over stdio, over
+Streamable HTTP (both protocol eras), or in-process for tests, benchmarks and ``gateway call``."""
 
 from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import httpx2
 import mcp.types as mt
-from mcp import Client, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
@@ -28,25 +21,16 @@ from mcp.shared.message import SessionMessage
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
-from starlette.applications import Starlette
 from starlette.routing import BaseRoute
+from starlette.types import ASGIApp
 
 from gateway import __version__, wire
-from gateway.api.context import ProgressSink
 from gateway.api.errors import ToolError
-from gateway.api.upstream import (
-    HttpTarget,
-    ListKind,
-    UpstreamConnectionLost,
-    UpstreamRequestFailed,
-    UpstreamSessionExpired,
-    UpstreamTarget,
-)
+from gateway.http_fastcall import FastToolCalls
+from gateway.mcp_adapter.exchange import ModernCallExchange, run_call
 from gateway.request_context import Peers, call_context, principal_of
-from gateway.runtime import CallOutcome, GatewayRuntime, ServedTool, UnknownTool
+from gateway.runtime import GatewayRuntime, ServedTool
 from gateway.stdio_pipes import LineSource, stdio_pipes
-from gateway.upstream_process import launcher_argv
-from gateway.upstream_session import watched
 
 INVALID_PARAMS = mt.INVALID_PARAMS
 _LIST_CHANGED = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
@@ -54,15 +38,6 @@ _LIST_CHANGED = NotificationOptions(prompts_changed=True, resources_changed=True
 
 def _mcp_tool(served: ServedTool) -> mt.Tool:
     return mt.Tool.model_validate(wire.tool_json(served.name, served.tool, served.input_schema, served.output_schema))
-
-
-def _tool_result(outcome: CallOutcome) -> dict[str, Any]:
-    """The result as wire JSON (the SDK validates it before sending): content blocks as they came, or one JSON text
-    block with the body as structured content."""
-    if outcome.content is not None:
-        return wire.tool_result_json(outcome.content, outcome.structured, outcome.is_error)
-    text = [{"type": "text", "text": outcome.text}]
-    return wire.tool_result_json(text, None if outcome.is_error else outcome.body, outcome.is_error)
 
 
 def _protocol_error(err: ToolError) -> MCPError:
@@ -77,8 +52,9 @@ class _GatewayServer(Server[Any]):
         return super().create_initialization_options(notification_options or _LIST_CHANGED, *args, **kwargs)
 
 
-def build_server(runtime: GatewayRuntime) -> Server[Any]:
-    """A lowlevel SDK server whose handlers delegate to ``runtime`` (which must be started)."""
+def build_server(runtime: GatewayRuntime, *, in_process: bool = False) -> Server[Any]:
+    """A lowlevel SDK server whose handlers delegate to ``runtime`` (which must be started); ``in_process`` for
+    the SDK's in-process client (see :func:`gateway.request_context.call_context`)."""
     tool_cache: dict[str, mt.Tool] = {}
     bus, peers = InMemorySubscriptionBus(), Peers(MODERN_PROTOCOL_VERSIONS)
 
@@ -108,12 +84,7 @@ def build_server(runtime: GatewayRuntime) -> Server[Any]:
         )
 
     async def call_tool(ctx: Any, params: mt.CallToolRequestParams) -> dict[str, Any]:
-        context = call_context(runtime, ctx)
-        try:
-            outcome = await runtime.call_tool(params.name, params.arguments, context)
-        except UnknownTool:
-            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}") from None
-        return _tool_result(outcome)
+        return await run_call(runtime, params.name, params.arguments, call_context(runtime, ctx, in_process=in_process))
 
     # Results as SDK models (built from wire JSON): a model fills what each protocol era requires.
     async def list_resources(ctx: Any, params: Any) -> mt.ListResourcesResult:
@@ -274,15 +245,17 @@ def http_app(
     max_body_bytes: int,
     json_response: bool,
     routes: Sequence[BaseRoute],
-) -> Starlette:
-    """The SDK's Streamable HTTP app (both protocol eras) with DNS-rebinding protection on, plus ``routes``."""
+) -> ASGIApp:
+    """The SDK's Streamable HTTP app (both protocol eras) with DNS-rebinding protection on, plus ``routes``; a
+    2026-07-28 ``tools/call`` that asked for no progress or logs is answered in front of it
+    (:mod:`gateway.http_fastcall`)."""
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", *allowed_hosts],
         allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *allowed_origins],
     )
     server = build_server(runtime)
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=path,
         json_response=json_response,
         transport_security=security,
@@ -290,108 +263,12 @@ def http_app(
         max_request_body_size=max_body_bytes,
         custom_starlette_routes=list(routes),
     )
+    exchange = ModernCallExchange(server, runtime, json_response=json_response)
+    return FastToolCalls(app, runtime, exchange, path=path, modern=frozenset(MODERN_PROTOCOL_VERSIONS))
 
 
 @asynccontextmanager
 async def in_memory_client(runtime: GatewayRuntime, *, mode: str = "auto") -> AsyncIterator[Client]:
     """An SDK ``Client`` connected in-process to a server over ``runtime`` (tests, benchmarks, ``gateway call``)."""
-    async with Client(build_server(runtime), mode=mode) as client:  # type: ignore[arg-type]
+    async with Client(build_server(runtime, in_process=True), mode=mode) as client:  # type: ignore[arg-type]
         yield client
-
-
-# -- the client for upstream servers ----------------------------------------------------------------------------
-
-_KINDS: dict[type, ListKind] = {
-    **dict.fromkeys((mt.ToolListChangedNotification, ToolsListChanged), "tools"),
-    **dict.fromkeys((mt.ResourceListChangedNotification, ResourcesListChanged), "resources"),
-    **dict.fromkeys((mt.PromptListChangedNotification, PromptsListChanged), "prompts"),
-}
-
-
-class SdkWire:
-    """The SDK half of an upstream session (:class:`gateway.upstream_session.Wire`): the transport, the SDK's
-    ``Client``, and requests answered as MCP wire JSON."""
-
-    def __init__(self) -> None:
-        self._client: Any = None
-        self._expired = False
-        self.offers: frozenset[ListKind] = frozenset()
-
-    async def open(
-        self,
-        stack: AsyncExitStack,
-        target: UpstreamTarget,
-        *,
-        watch: Callable[[Any], Any],
-        on_list_changed: Callable[[ListKind], None],
-        stderr: Any,
-    ) -> None:
-        if isinstance(target, HttpTarget):
-
-            async def note_expiry(response: httpx2.Response) -> None:
-                if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
-                    self._expired = True
-
-            http = await stack.enter_async_context(
-                httpx2.AsyncClient(
-                    headers=dict(target.headers),  # the configured ones only: nothing of the gateway's caller
-                    timeout=httpx2.Timeout(30.0, read=300.0),
-                    event_hooks={"response": [note_expiry]},
-                )
-            )
-            transport: Any = streamable_http_client(target.url, http_client=http)
-            mode = target.protocol
-        else:
-            executable, args = launcher_argv(target.command)
-            params = StdioServerParameters(command=executable, args=args, env=dict(target.env), cwd=target.cwd)
-            transport, mode = stdio_client(params, errlog=stderr), "auto"
-
-        async def on_message(message: Any) -> None:
-            if (kind := _KINDS.get(type(message))) is not None:
-                on_list_changed(kind)
-
-        client = Client(watched(transport, watch), mode=mode, message_handler=on_message, cache=None)  # type: ignore[arg-type]
-        self._client = await stack.enter_async_context(client)
-        caps = client.server_capabilities
-        offered: dict[ListKind, Any] = {"tools": caps.tools, "resources": caps.resources, "prompts": caps.prompts}
-        self.offers = frozenset(kind for kind, cap in offered.items() if cap is not None)
-
-    @property
-    def protocol_version(self) -> str:
-        return self._client.protocol_version
-
-    async def listen(self, on_list_changed: Callable[[ListKind], None]) -> None:
-        if self._client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            return  # the handshake era announces changes as notifications (``on_message`` above)
-        kinds = {"tools_list_changed": True, "prompts_list_changed": True, "resources_list_changed": True}
-        try:
-            async with self._client.listen(**kinds) as subscription:
-                async for event in subscription:
-                    if (kind := _KINDS.get(type(event))) is not None:
-                        on_list_changed(kind)
-        except Exception:  # the server refused the listen stream, or dropped it: its changes go unannounced
-            return
-
-    async def request(self, method: str, params: Mapping[str, Any], *, progress: ProgressSink | None = None) -> Any:
-        client, cursor = self._client, params.get("cursor")
-        calls = {
-            "tools/call": lambda: client.call_tool(params["name"], params["arguments"], progress_callback=progress),
-            "resources/read": lambda: client.read_resource(params["uri"]),
-            "prompts/get": lambda: client.get_prompt(params["name"], params["arguments"]),
-            "tools/list": lambda: client.list_tools(cursor=cursor),
-            "resources/list": lambda: client.list_resources(cursor=cursor),
-            "resources/templates/list": lambda: client.list_resource_templates(cursor=cursor),
-            "prompts/list": lambda: client.list_prompts(cursor=cursor),
-        }
-        try:
-            return (await calls[method]()).model_dump(mode="json", by_alias=True, exclude_none=True)
-        except MCPError as exc:
-            if self._expired:
-                raise UpstreamSessionExpired("the server no longer knows the session (404)") from None
-            if exc.code == mt.CONNECTION_CLOSED:
-                raise UpstreamConnectionLost(exc.message) from None
-            raise UpstreamRequestFailed(exc.message, code=exc.code, data=exc.data) from None
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            raise UpstreamConnectionLost("the connection ended") from exc
-        except (RuntimeError, ValueError) as exc:  # a result the SDK refused (e.g. against the output schema)
-            raise UpstreamRequestFailed(str(exc)) from None

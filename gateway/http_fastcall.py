@@ -1,0 +1,186 @@
+"""The gateway answering the most frequent MCP exchange itself: a 2026-07-28 ``tools/call`` over HTTP.
+
+At the 2026-07-28 revision a request is one self-contained POST, answered by one JSON-RPC response. For a tool call
+that asked for neither progress nor log messages, nothing else can happen on that exchange, and the SDK's general
+machinery (its transport, dispatcher and per-request connection objects) costs about as much CPU as the call
+itself does in a gateway that forwards it elsewhere. This middleware, inside the gateway's own checks (body limit,
+Host/Origin, credentials, scopes: the principal is on ``scope["state"]``), takes such a call straight to the
+runtime; every other request, and any request the SDK's checks would refuse or shape differently, goes on to the
+SDK's app unchanged. What the protocol requires (the envelope and routing-header ladder, ``Mcp-Param-*`` checks,
+the answer's shape and error codes) is decided by :class:`Exchange`, which :mod:`gateway.mcp_adapter` implements
+with the SDK's own functions, so the two paths cannot disagree on the rules.
+
+Like the SDK, a call that runs longer than ``ping_after`` seconds for a client that accepts event streams is
+answered as an SSE stream with keep-alive comments (so a proxy's idle timeout does not cut it), and a client that
+closes the connection cancels the call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway.api.context import Principal
+from gateway.runtime import GatewayRuntime
+
+__all__ = ["Admitted", "Exchange", "FastToolCalls"]
+
+PING_AFTER = 15.0
+"""Seconds a silent call runs before the answer becomes an event stream with keep-alive comments (the SDK's)."""
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A ``tools/call`` this path may answer."""
+
+    request_id: str | int
+    name: str
+    arguments: Mapping[str, Any] | None
+    sse: bool
+    """The client accepts an event stream and the gateway does not insist on JSON: a long call may switch to SSE."""
+    version: str
+    """The request's protocol version."""
+
+
+class Exchange(Protocol):
+    """The protocol's rules for one exchange, from the SDK (:mod:`gateway.mcp_adapter`)."""
+
+    def admit(self, scope: Scope, headers: Mapping[str, str], message: Any) -> Admitted | None:
+        """The call when it is a well-formed 2026-07-28 ``tools/call`` that asked for no progress and no logs and
+        that the SDK would accept; else None (the SDK answers it)."""
+
+    def answer(self, call: Admitted, result: dict[str, Any]) -> bytes:
+        """The JSON-RPC response carrying ``result`` (wire JSON of a tool result)."""
+
+    def failure(self, request_id: str | int, exc: Exception) -> tuple[int, bytes]:
+        """The HTTP status and JSON-RPC error answering a call that raised ``exc``."""
+
+    async def call(self, runtime: GatewayRuntime, principal: Principal, headers: dict[str, str], call: Admitted) -> Any:
+        """Run the call through the runtime; the tool result as wire JSON."""
+
+
+class FastToolCalls:
+    """ASGI middleware: modern ``tools/call`` POSTs on ``path`` answered by ``exchange`` and ``runtime``."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        runtime: GatewayRuntime,
+        exchange: Exchange,
+        *,
+        path: str,
+        modern: frozenset[str],
+        ping_after: float = PING_AFTER,
+    ) -> None:
+        self.app = app
+        self.ping_after = ping_after
+        self.runtime = runtime
+        self.exchange = exchange
+        self.path = path
+        self.modern = modern
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        if headers.get("mcp-method") != "tools/call" or headers.get("mcp-protocol-version") not in self.modern:
+            await self.app(scope, receive, send)
+            return
+        body, receive = await _buffered(receive)
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            message = None
+        admitted = self.exchange.admit(scope, headers, message) if isinstance(message, dict) else None
+        principal = scope.get("state", {}).get("principal")
+        if admitted is None or principal is None:
+            await self.app(scope, receive, send)
+            return
+        await self._serve(admitted, principal, headers, receive, send)
+
+    async def _serve(
+        self, call: Admitted, principal: Principal, headers: dict[str, str], receive: Receive, send: Send
+    ) -> None:
+        done = anyio.Event()
+        outcome: dict[str, Any] = {}
+        streaming = False
+
+        async def run() -> None:
+            try:
+                outcome["result"] = await self.exchange.call(self.runtime, principal, headers, call)
+            except Exception as exc:
+                outcome["error"] = exc
+            done.set()
+
+        async def watch_disconnect() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            tg.cancel_scope.cancel()  # the client gave up: so does the call
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_disconnect)
+            tg.start_soon(run)
+            if call.sse:
+                with anyio.move_on_after(self.ping_after):
+                    await done.wait()
+                if not done.is_set():
+                    streaming = True
+                    await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+                    while not done.is_set():
+                        await send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
+                        with anyio.move_on_after(self.ping_after):
+                            await done.wait()
+            await done.wait()
+            status, payload = self._payload(call, outcome)
+            if streaming:
+                event = b"event: message\r\ndata: " + payload + b"\r\n\r\n"
+                await send({"type": "http.response.body", "body": event, "more_body": False})
+            else:
+                await _send_json(send, status, payload)
+            tg.cancel_scope.cancel()
+
+    def _payload(self, call: Admitted, outcome: dict[str, Any]) -> tuple[int, bytes]:
+        if "error" in outcome:
+            return self.exchange.failure(call.request_id, outcome["error"])
+        return 200, self.exchange.answer(call, outcome["result"])
+
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"connection", b"keep-alive"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+async def _send_json(send: Send, status: int, payload: bytes) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload, "more_body": False})
+
+
+async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
+    """The request body, and a ``receive`` that replays it before passing on what comes next."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            pending: list[Message] = [message]
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            pending = []
+            break
+    body = b"".join(chunks)
+    pending.insert(0, {"type": "http.request", "body": body, "more_body": False})
+
+    async def replay() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return body, replay

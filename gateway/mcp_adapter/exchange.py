@@ -1,0 +1,114 @@
+"""The SDK's rules for the gateway's direct answer to a 2026-07-28 ``tools/call`` over HTTP
+(:class:`gateway.http_fastcall.Exchange`), and the call itself, shared with the SDK server's handler."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import mcp.types as mt
+import orjson
+import structlog
+from mcp.server.lowlevel import Server
+from mcp.server.runner import modern_error_data
+from mcp.server.streamable_http import check_accept_headers
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    validate_mcp_param_headers,
+)
+from mcp_types import methods as request_methods
+from pydantic import ValidationError
+from starlette.requests import Request
+
+from gateway import wire
+from gateway.api.context import CallContext, Principal
+from gateway.http_fastcall import Admitted
+from gateway.runtime import CallOutcome, GatewayRuntime, UnknownTool
+
+log = structlog.get_logger(__name__)
+
+
+def _tool_result(outcome: CallOutcome) -> dict[str, Any]:
+    """The result as wire JSON (the SDK validates it before sending): content blocks as they came, or one JSON text
+    block with the body as structured content."""
+    if outcome.content is not None:
+        return wire.tool_result_json(outcome.content, outcome.structured, outcome.is_error)
+    text = [{"type": "text", "text": outcome.text}]
+    return wire.tool_result_json(text, None if outcome.is_error else outcome.body, outcome.is_error)
+
+
+async def run_call(
+    runtime: GatewayRuntime, name: str, arguments: Mapping[str, Any] | None, context: CallContext
+) -> dict[str, Any]:
+    try:
+        outcome = await runtime.call_tool(name, arguments, context)
+    except UnknownTool:
+        raise MCPError(mt.INVALID_PARAMS, f"Unknown tool: {name}") from None
+    return _tool_result(outcome)
+
+
+class ModernCallExchange:
+    """The SDK's rules for a 2026-07-28 ``tools/call`` exchange, for :class:`gateway.http_fastcall.FastToolCalls`:
+    it admits only what the SDK's own entry would serve the same way, and answers as that entry does."""
+
+    def __init__(self, server: Server[Any], runtime: GatewayRuntime, *, json_response: bool) -> None:
+        self._server = server
+        self._runtime = runtime
+        self._json_response = json_response
+
+    def admit(self, scope: Any, headers: Mapping[str, str], message: Any) -> Admitted | None:
+        params = message.get("params")
+        rpc_id = message.get("id")
+        if (
+            message.get("method") != "tools/call"
+            or not isinstance(rpc_id, str | int)
+            or isinstance(rpc_id, bool)
+            or not isinstance(params, dict)
+            or not isinstance(meta := params.get("_meta"), dict)
+            or meta.get("progressToken") is not None
+            or mt.LOG_LEVEL_META_KEY in meta
+            or not headers.get("content-type", "").lower().startswith("application/json")
+            or find_duplicated_routing_header(headers.items()) is not None
+        ):
+            return None
+        has_json, has_sse = check_accept_headers(Request(scope))
+        verdict = classify_inbound_request(message, headers=headers)
+        if not has_json or not (self._json_response or has_sse) or isinstance(verdict, InboundLadderRejection):
+            return None
+        try:
+            request_methods.validate_client_request("tools/call", verdict.protocol_version, params)
+        except ValidationError:
+            return None
+        name, arguments = params["name"], params.get("arguments")
+        schema = getattr(self._runtime.tools.get(name), "input_schema", None)
+        if schema is not None and validate_mcp_param_headers(schema, arguments or {}, headers) is not None:
+            return None
+        sse = has_sse and not self._json_response
+        return Admitted(rpc_id, name, arguments, sse=sse, version=verdict.protocol_version)
+
+    async def call(self, runtime: GatewayRuntime, principal: Principal, headers: dict[str, str], call: Admitted) -> Any:
+        context = runtime.new_context(principal=principal, transport="http", headers=headers)
+        return await run_call(runtime, call.name, call.arguments, context)
+
+    def answer(self, call: Admitted, result: dict[str, Any]) -> bytes:
+        request_id = call.request_id
+        try:
+            dumped = request_methods.serialize_server_result("tools/call", call.version, result)
+        except ValidationError:
+            log.exception("a tool call's result is not a valid CallToolResult")
+            error = mt.ErrorData(code=mt.INTERNAL_ERROR, message="Handler returned an invalid result")
+            return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error.model_dump(exclude_none=True)})
+        dumped.setdefault("resultType", "complete")
+        meta = dumped.get("_meta")
+        if meta is None or (isinstance(meta, dict) and meta.get(mt.SERVER_INFO_META_KEY) is None):
+            dumped["_meta"] = {**(meta or {}), mt.SERVER_INFO_META_KEY: self._server.server_info_stamp}
+        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": dumped})
+
+    def failure(self, request_id: str | int, exc: Exception) -> tuple[int, bytes]:
+        error = modern_error_data(exc)
+        body = {"jsonrpc": "2.0", "id": request_id, "error": error.model_dump(by_alias=True, exclude_none=True)}
+        return ERROR_CODE_HTTP_STATUS.get(error.code, 200), orjson.dumps(body)
