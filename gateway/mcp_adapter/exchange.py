@@ -72,10 +72,12 @@ class ModernCallExchange:
             or meta.get("progressToken") is not None
             or mt.LOG_LEVEL_META_KEY in meta
             or not headers.get("content-type", "").lower().startswith("application/json")
-            or find_duplicated_routing_header(headers.items()) is not None
         ):
             return None
-        has_json, has_sse = check_accept_headers(Request(scope))
+        request = Request(scope)
+        if find_duplicated_routing_header(request.headers.items()) is not None:  # the raw list: repeats show
+            return None
+        has_json, has_sse = check_accept_headers(request)
         verdict = classify_inbound_request(message, headers=headers)
         if not has_json or not (self._json_response or has_sse) or isinstance(verdict, InboundLadderRejection):
             return None

@@ -117,16 +117,18 @@ async def test_what_the_direct_path_leaves_to_the_sdk(tmp_path: Path) -> None:
                 {"header": ("Mcp-Name", "feat_other")},  # a routing header that disagrees with the body
                 {"header": ("Accept", "text/html")},  # an answer the client cannot read
                 {"header": ("Content-Type", "text/plain")},
+                {"repeat": "Mcp-Name"},  # a routing header sent twice
                 {"body": b"{not json"},
                 {"body": b'[{"jsonrpc": "2.0"}]'},  # a batch
             ):
                 headers, body = _request("feat_double", {"n": 2}, meta=change.get("meta"))
                 if "header" in change:
                     headers[change["header"][0]] = change["header"][1]
-                declined.append(await http.post("/mcp", content=change.get("body", body), headers=headers))
+                sent = list(headers.items()) + ([("Mcp-Name", "feat_double")] if "repeat" in change else [])
+                declined.append(await http.post("/mcp", content=change.get("body", body), headers=sent))
     assert served.status_code == 200 and served.json()["result"]["structuredContent"] == {"doubled": 4}
-    assert [r.status_code for r in declined] == [299] * 8
-    assert len(recorder.seen) == 8  # every declined request reached the SDK with its body intact
+    assert [r.status_code for r in declined] == [299] * 9
+    assert len(recorder.seen) == 9  # every declined request reached the SDK with its body intact
     assert recorder.seen[-2] == b"{not json"
 
 
