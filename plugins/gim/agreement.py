@@ -8,14 +8,16 @@ contradiction keeps the submission apart, however similar the texts. None of the
   (``cannot import name 'url_quote' from 'werkzeug.urls'`` vs ``... 'url_decode' ...``), and a value that one side
   *explains* (names in its root cause or fix) is never mentioned by the other side. A value that neither root
   cause talks about (a model name, a user's file) is incidental and does not count; nor does a value the other
-  side mentions anywhere (a report of ``np.int`` meets a master whose root cause lists ``np.float / np.int``).
+  side mentions anywhere (a report of ``np.int`` meets a master whose root cause lists ``np.float / np.int``), nor
+  a value of the submission that the master's root cause or fix names (a report of ``libxkbcommon.so`` meets a
+  master whose fix installs ``libxkbcommon0`` among the libraries of the same failure).
 * **component** — the submission's traceback passes through a library that its root cause or fix names and that
   the master never mentions: the same ``Engine`` error raised inside ``pandas`` and in the user's own code.
 * **direction** — a package that one fix moves up (upgrade, ``>=``) and the other moves down (downgrade, ``<``),
   each side consistently: the same error with opposite fixes is two issues.
-* **subject** — the packages the two root causes and fixes are about are both known and share nothing: the
-  same ``AttributeError: 'str' object has no attribute 'decode'`` caused by PyJWT on one side and by h5py on the
-  other.
+* **subject** — the packages the two root causes and fixes are about are both known, share nothing, and one
+  side's are never named by the other's root cause or fix: the same ``AttributeError: 'str' object has no
+  attribute 'decode'`` caused by PyJWT on one side and by h5py on the other.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def failure_conflict(sub: Facts, master: Facts) -> Conflict | None:
             for mine, theirs in zip(line.values, other.values, strict=True):
                 if mine == theirs:
                     continue
+                if _distinct(mine, theirs) & master.explained:
+                    continue  # the master's cause or fix accounts for the submission's value
                 if _value_conflict(mine, theirs, sub, master) or _value_conflict(theirs, mine, master, sub):
                     found = found or Conflict("failure", f"'{mine}' vs '{theirs}' in '{line.template}'")
     return found
@@ -84,8 +88,18 @@ def direction_conflict(sub: Facts, master: Facts) -> Conflict | None:
     return None
 
 
+def _unexplained(subjects: frozenset[str], other: Facts) -> bool:
+    return not any(identifier_tokens(subject) & other.explained for subject in subjects)
+
+
 def subject_conflict(sub: Facts, master: Facts) -> Conflict | None:
-    if sub.subjects and master.subjects and not sub.subjects & master.subjects:
+    """Both sides name what they are about, share none of it, and one side's root cause and fix never name the
+    other's subjects. A fix may name a package by what pulls it in (``pip install 'pandas[parquet]'`` installs
+    pyarrow) or by another spelling; an explanation that still names the other side's subject is about it too (the
+    error text does not count: look-alikes share it)."""
+    if not (sub.subjects and master.subjects) or sub.subjects & master.subjects:
+        return None
+    if _unexplained(sub.subjects, master) or _unexplained(master.subjects, sub):
         return Conflict("subject", f"{sorted(sub.subjects)} vs {sorted(master.subjects)}")
     return None
 

@@ -12,9 +12,10 @@ merged:
     similarity reaches ``dedup_resolution_threshold`` AND (``dedup_require_agreement``) nothing specific in the
     two reports contradicts: the values in the failure line, a library the trace passes through, the direction
     a fix moves a package, the packages the cause and fix are about (:mod:`gateway_plugins.gim.agreement`), AND
-    the two explanations share what they add beyond the error text, or their fixes' actions agree
-    (``dedup_mechanism_overlap``, :mod:`gateway_plugins.gim.mechanism`). Optionally the exception types must agree
-    too.
+    the two explanations share what they add beyond the error text, or their fixes' actions agree (act on
+    something in common, not merely run the same tool: ``dedup_mechanism_overlap``,
+    :mod:`gateway_plugins.gim.mechanism`). Optionally the exception types must agree too. The fifth design pass
+    (reading commands, extras and system package names; ``bench/README.md``) added no parameter.
 
 ``baseline``
     The public GIM algorithm, kept as a measurable reference: one combined vector (error + root cause + fix

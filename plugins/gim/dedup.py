@@ -15,7 +15,8 @@ Hybrid rule (all must hold for a candidate master; the best-scoring such master 
    trace passes through, the packages the cause and fix are about and the direction the fix moves them) does
    not contradict (:mod:`gateway_plugins.gim.agreement`), and the two explanations describe the same mechanism
    (:mod:`gateway_plugins.gim.mechanism`): what they add beyond the error texts overlaps by at least
-   ``dedup_mechanism_overlap`` (IDF-weighted over the stored explanations), or their fixes' actions agree.
+   ``dedup_mechanism_overlap`` (IDF-weighted over the stored explanations), or their fixes' actions agree (act
+   on something in common: the same tool alone is not the same action).
    Embeddings blur exactly these details and weigh most the words look-alike explanations share with their error,
    so rules 1-2 alone merged a fifth of unseen look-alike pairs; each contradiction is a veto, and none can cause
    a merge.

@@ -10,7 +10,8 @@ check that a submission and a master do not contradict each other:
   path-like tokens replaced by a slot) and the *values* that filled its slots (``'soft_unicode'``,
   ``'markupsafe'``, ``node-fetch/src/index.js``);
 * **subjects** — the packages the root cause and the fix are about: what the fix's commands install, upgrade or
-  remove, the keys of its working versions, and names followed by a version in the prose (``NumPy 1.24``,
+  remove (under any common package manager's spelling: :mod:`gateway_plugins.gim.commands`), the keys of its
+  working versions, and names followed by a version in the prose (``NumPy 1.24``,
   ``torch>=2``);
 * **directions** — per package, whether the fix moves it ``up`` (upgrade, ``>=``, ``-U``, ``@latest``) or
   ``down`` (downgrade, ``<``, ``pin X<``), from the action types, the version specifiers and explicit verbs;
@@ -27,12 +28,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from gateway_plugins.gim.commands import DOWN, UP, command_packages
 from gateway_plugins.gim.models import FixBundle
 from gateway_plugins.gim.signatures import ErrorSignature, normalise_error
 
 __all__ = ["Facts", "FailureLine", "canonical_package", "extract_facts", "identifier_tokens"]
 
-UP, DOWN = "up", "down"
 _ERROR_CHARS = 4000
 """How much of an error is read for failure lines and traced libraries."""
 
@@ -46,6 +47,8 @@ _PATHLIKE = re.compile(
     r"|\b[\w-]++(?:\.(?:py|pyx|js|mjs|cjs|ts|tsx|jsx|so|dll|java|go|rs)\b|(?P<skip>))"
 )
 _SOURCE_PATH = re.compile(r"(?<![\w.@/-])(@?[\w.-]+)/[\w./@-]*\.(?:py|pyx|js|mjs|cjs|ts|tsx|jsx|java|go|rs|rb)\b")
+_SYSTEM_LIBRARY = re.compile(r"^lib(?!rar|ert)(?P<name>[a-z]{3,})(?:\d[a-z0-9]*)?$")
+"""A system library's file or package name (``libxkbcommon0``, ``libnss3``, ``libpango``), not ``library``."""
 _FILLER = re.compile(r"[^a-z<>]+")
 _IDENT = re.compile(r"[a-z0-9_]+")
 _STOP = frozenset(
@@ -54,17 +57,6 @@ _STOP = frozenset(
     "name file line value type none true false src lib dist index main init self".split()
 )
 
-_INSTALLER = re.compile(
-    r"\b(?:pip3?|python3?\s+-m\s+pip|uv\s+pip|conda|mamba|npm|pnpm|yarn|apt-get|apt|brew|dnf|yum|apk|gem|cargo|"
-    r"go)\s+(?P<verb>install|add|i|get|uninstall|remove|rm|upgrade|update)\b(?P<args>[^\n;&|]*)",
-    re.IGNORECASE,
-)
-_VALUE_FLAGS = frozenset(
-    "-r -c -f -i -e -t --requirement --constraint --find-links --index-url --extra-index-url "
-    "--target --prefix --editable --platform --python-version".split()
-)
-_PROSE_STOP = frozenset("and or then to with for if instead before after when which so".split())
-_SPEC = re.compile(r"^(@[\w.\-]+/[\w.\-]+|[A-Za-z][\w.\-]*)(?:\[[^\]]*\])?\s*(?:(>=|<=|==|~=|!=|<|>|@)\s*(\S*))?$")
 _VERSIONED = re.compile(
     r"(?<![\w.\-/])(?P<name>[A-Za-z][A-Za-z0-9_.\-]*[A-Za-z0-9])(?:\s*(?P<op>>=|<=|==|~=|<|>)\s*|\s+v?)"
     r"(?P<version>\d+(?P<dotted>(?:\.(?:\d+|x))+)?)\b"
@@ -148,13 +140,17 @@ class Facts:
 
 def identifier_tokens(text: str) -> set[str]:
     """Lower-cased identifiers of ``text`` and their dotted/underscored parts (``torch._six`` gives ``torch``,
-    ``_six``, ``six``); ``-`` counts as ``_`` so that ``langchain-community`` meets ``langchain_community``."""
+    ``_six``, ``six``); ``-`` counts as ``_`` so that ``langchain-community`` meets ``langchain_community``. A
+    system library's name also gives its bare name (``libnss3`` and ``libnss3.so`` give ``nss``, as the package
+    ``libnss3`` does: :func:`gateway_plugins.gim.commands.system_package`)."""
     lowered = text.lower().replace("-", "_")
     out: set[str] = set()
     for token in _IDENT.findall(lowered):
         for part in {token, token.strip("_"), *token.split("_")}:
             if len(part) >= 3 and part not in _STOP and not part.isdigit():
                 out.add(part)
+                if (library := _SYSTEM_LIBRARY.match(part)) is not None:
+                    out.add(library.group("name"))
     return out
 
 
@@ -215,39 +211,6 @@ def _components(signature: ErrorSignature) -> frozenset[str]:
     return frozenset(out)
 
 
-def _command_packages(command: str) -> list[tuple[str, str | None]]:
-    """``(package, direction)`` of each package an install-like command names."""
-    out: list[tuple[str, str | None]] = []
-    for match in _INSTALLER.finditer(command):
-        args = re.findall(r"\"[^\"]+\"|'[^']+'|\S+", match.group("args"))
-        upgrade = match.group("verb").lower() in ("upgrade", "update") or any(a in ("-U", "--upgrade") for a in args)
-        skip = False
-        for raw in args:
-            if raw.lower() in _PROSE_STOP or raw.startswith(("(", "#")):
-                break  # the command's words end, its explanation begins ("pip install x and restart")
-            if skip:
-                skip = False
-                continue
-            if raw in _VALUE_FLAGS:
-                skip = True
-                continue
-            raw = raw.strip("'\"")
-            spec = _SPEC.match(raw)
-            if raw.startswith("-") or spec is None or re.search(r"\.(?:txt|toml|cfg|whl|tar\.gz|zip)$", raw):
-                continue
-            name, op, version = spec.groups()
-            package = canonical_package(name)
-            if package is None:
-                continue
-            direction: str | None = None
-            if op in (">=", ">", "~=") or (op == "@" and version in ("latest", "next")) or upgrade:
-                direction = UP
-            elif op in ("<", "<="):
-                direction = DOWN
-            out.append((package, direction))
-    return out
-
-
 def _prose_directions(text: str, known: set[str]) -> list[tuple[str, str]]:
     """Explicit moves stated in prose: ``upgrade X``, ``downgrade X``, ``pin X<v``, ``X is too old``."""
     out: list[tuple[str, str]] = []
@@ -299,7 +262,7 @@ def extract_facts(error: str, root_cause: str, fix: FixBundle | None, *, extra_t
     prose = [root_cause]
     if fix is not None:
         for action in fix.env_actions:
-            for package, direction in _command_packages(action.command):
+            for package, direction in command_packages(action.command, canonical_package):
                 subjects.add(package)
                 if direction is None:
                     direction = {"upgrade": UP, "downgrade": DOWN}.get(action.type)

@@ -21,9 +21,12 @@ For a submission *S* and one item *M* of a candidate master (its own report or a
 The check vetoes a merge when the overlap with every item of the master is below ``min_overlap`` (the only
 parameter, calibrated on the calibration part of ``bench/data/gim_dedup``) **and** the two fixes' actions do not
 agree: the terms of the submission's commands and working-version names shared with the master's own fix weigh
-less than one unseen term. A reworded duplicate whose fix is written differently (``pip install tf-keras`` and
-``python -m pip install tf-keras``) keeps its shared actions; two look-alikes whose fixes are a generic pointer or
-act on different things have none.
+less than one unseen term, or none of them is something both commands act on. What a command acts on is its text
+without its program (an installer's tool and verb): two fixes that run the same tool (``pip install numba`` and
+``pip install numpy``, ``gunicorn --timeout 120`` and ``gunicorn --workers 4``) do not agree by the tool's name,
+and removing a package is not installing it. A reworded duplicate whose fix is written differently (``pip
+install tf-keras`` and ``python -m pip install tf-keras``) keeps its shared actions; two look-alikes whose fixes
+are a generic pointer or act on different things have none.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway_plugins.gim.agreement import Conflict
+from gateway_plugins.gim.commands import REMOVED, action_objects, installs_extra
 from gateway_plugins.gim.models import FixBundle
 from gateway_plugins.gim.vocabulary import ExplanationVocabulary, explanation_terms
 
@@ -49,6 +53,16 @@ class ReportTerms:
     explanation: frozenset[str]
     actions: frozenset[str] = frozenset()
     """Terms of the fix's commands and working-version names; empty when the structured fix is not at hand."""
+    objects: frozenset[str] = frozenset()
+    """Terms of what the fix's commands act on (:func:`gateway_plugins.gim.commands.action_objects`: without the
+    program, or an installer's tool and verb; a removed package's terms marked), its working-version names, and
+    what the explanation of an action installing an extra says it pulls in."""
+
+    def acts_like(self, other: ReportTerms, vocabulary: ExplanationVocabulary) -> bool:
+        """Whether the two fixes' actions agree: their shared command terms weigh at least one unseen term, and
+        they act on something in common (a shared tool or verb alone is not the same action)."""
+        shared = vocabulary.weight(self.actions & other.actions)
+        return shared >= vocabulary.unseen and bool(self.objects & other.objects)
 
 
 def report_terms(
@@ -57,11 +71,19 @@ def report_terms(
     """``error``: the normalised error signature; ``resolution``: the resolution text (root cause + fix), or its
     terms already computed (``explanation``)."""
     actions: frozenset[str] = frozenset()
+    objects: frozenset[str] = frozenset()
     if fix is not None:
         commands = [action.command for action in fix.env_actions]
-        actions = explanation_terms("\n".join([*commands, *fix.constraints.working_versions]))
+        versions = list(fix.constraints.working_versions)
+        actions = explanation_terms("\n".join([*commands, *versions]))
+        acted_on = [action_objects(command) for command in commands]
+        removed = explanation_terms("\n".join(o[1] for o in acted_on))
+        objects = explanation_terms("\n".join([*(o[0] for o in acted_on), *versions]))
+        objects |= {REMOVED + term for term in removed}
+        pulled_in = [action.explanation for action in fix.env_actions if installs_extra(action.command)]
+        objects |= explanation_terms("\n".join(pulled_in))
     explained = explanation if explanation is not None else explanation_terms(resolution)
-    return ReportTerms(explanation_terms(error), explained, actions)
+    return ReportTerms(explanation_terms(error), explained, actions, objects)
 
 
 def overlap(sub: ReportTerms, item: ReportTerms, vocabulary: ExplanationVocabulary) -> tuple[float, set[str], set[str]]:
@@ -94,7 +116,7 @@ def mechanism_conflict(
             return None
         if best is None or found[0] > best[0]:
             best = found
-    if vocabulary.weight(sub.actions & items[0].actions) >= vocabulary.unseen:
+    if sub.acts_like(items[0], vocabulary):
         return None
     assert best is not None
     value, mine, theirs = best

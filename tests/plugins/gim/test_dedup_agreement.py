@@ -139,3 +139,62 @@ def test_decision_skips_a_vetoed_master_and_takes_the_next() -> None:
     assert chosen is not None and chosen.master_id == "m2"
     evidence["m2"].conflicts = evidence["m1"].conflicts
     assert decide_hybrid(evidence, exception_type=None, error_threshold=0.5, resolution_threshold=0.7) is None
+
+
+def test_a_fix_naming_the_package_through_an_extra_is_no_subject_conflict() -> None:
+    """``pip install 'pandas[parquet]'`` is about pyarrow too: the report still talks about the master's subject,
+    and the master about the report's. Two fixes about packages the other side never mentions still conflict."""
+    error = "ImportError: Missing optional dependency 'pyarrow'.  Use pip or conda to install pyarrow."
+    master = extract_facts(
+        error,
+        "pyarrow, the Parquet engine pandas uses, is not installed (pandas does not depend on it).",
+        fix(("install", "pip install pyarrow", "the Parquet engine")),
+    )
+    report = extract_facts(
+        "ImportError: Unable to find a usable engine; tried using: 'pyarrow', 'fastparquet'.",
+        "pandas has no Parquet engine in this environment; its parquet extra declares one.",
+        fix(("install", "pip install 'pandas[parquet]'", "pulls in pyarrow as the Parquet engine")),
+    )
+    assert "pandas" in report.subjects and "pyarrow" in master.subjects
+    assert conflicts(report, master) == []
+    # the shared error text does not count: an explanation that never names the master's subject conflicts
+    other = extract_facts(
+        error,
+        "The notebook kernel is another interpreter than the shell's venv.",
+        fix(
+            ("command", "python -m ipykernel install --user --name etl", "register the venv"),
+            versions={"ipykernel": ">=6"},
+        ),
+    )
+    assert checks(conflicts(other, master)) == ["subject"]
+
+
+def test_a_missing_library_that_the_masters_fix_installs_is_no_failure_conflict() -> None:
+    """Two reports of one cause name different libraries of one failure template: the master's fix installs the
+    report's library too, so its cause accounts for the report. A library the master never explains still
+    conflicts (Instant Client present, its libaio dependency missing)."""
+    template = "chrome: error while loading shared libraries: {}: cannot open shared object file: No such file"
+    chrome_fix = fix(
+        ("install", "apt-get install -y libnss3 libxkbcommon0 libgbm1 libasound2", "the libraries Chrome links")
+    )
+    master = extract_facts(
+        template.format("libnss3.so"), "The slim image lacks the system libraries Chrome needs.", chrome_fix
+    )
+    report = extract_facts(
+        template.format("libxkbcommon.so.0"),
+        "Chrome's shared libraries are not in the container image.",
+        fix(("command", "npx puppeteer browsers install chrome --install-deps", "install Chrome and its deps")),
+    )
+    assert conflicts(report, master) == []
+    dpi = 'DPI-1047: Cannot locate a 64-bit Oracle Client library: "{}: cannot open shared object file"'
+    client = extract_facts(
+        dpi.format("libclntsh.so"),
+        "Oracle Instant Client (libclntsh) is not installed.",
+        fix(("command", "unzip instantclient-basic-linuxx64.zip -d /opt/oracle", "install Instant Client")),
+    )
+    aio = extract_facts(
+        dpi.format("libaio.so.1"),
+        "Instant Client is installed but its dependency libaio is missing.",
+        fix(("install", "apt-get install -y libaio1t64", "the asynchronous I/O library")),
+    )
+    assert checks(conflicts(aio, client)) == ["failure"]

@@ -166,3 +166,53 @@ def test_zero_min_overlap_turns_the_check_off() -> None:
     wheel = terms(NO_CUDA, CPU_WHEEL, pointer(CPU_WHEEL))
     apple = terms(NO_CUDA, APPLE, pointer(APPLE))
     assert mechanism_conflict(apple, [wheel], vocabulary(), min_overlap=0.0) is None
+
+
+def test_fixes_running_the_same_tool_on_different_things_do_not_agree() -> None:
+    """``pip install numba`` and ``pip install numpy`` share the tool and its verb, which is not the same action;
+    ``gunicorn --timeout`` and ``gunicorn --workers`` neither. The same package installed through another spelling
+    of the tool, or its extra, does."""
+    error = "ImportError: Numba needs NumPy 1.26 or less. Got NumPy 2.0."
+    master = terms(
+        error,
+        "The installed numba predates NumPy 2 support; upgrade numba to a release built for it.",
+        fix(("upgrade", "pip install -U numba", "a numba that supports NumPy 2")),
+    )
+    other = terms(
+        error,
+        "The distro's python3-numpy shadows the venv's; the venv has an old numpy pinned by apt.",
+        fix(("install", "pip install --user numpy==1.26.4", "a NumPy numba accepts")),
+    )
+    vocab = vocabulary()
+    assert other.actions & master.actions  # the tool and its verb are shared ...
+    assert not other.acts_like(master, vocab)  # ... which is not the same action
+    assert mechanism_conflict(other, [master], vocab, min_overlap=0.9) is not None
+    same = terms(error, "numba is too old for NumPy 2.", fix(("upgrade", "uv add -U numba", "newer numba")))
+    assert same.acts_like(master, vocab)
+    timeout = terms("[CRITICAL] WORKER TIMEOUT (pid:12)", "slow requests", fix(("flag", "gunicorn --timeout 120", "")))
+    workers = terms("[CRITICAL] WORKER TIMEOUT (pid:12)", "OOM kill", fix(("flag", "gunicorn --workers 2", "")))
+    assert not workers.acts_like(timeout, vocab)
+
+
+def test_removing_a_package_is_not_installing_it() -> None:
+    error = 'RuntimeError: Form data requires "python-multipart" to be installed.'
+    master = terms(error, "python-multipart is missing.", fix(("install", "pip install python-multipart", "")))
+    remove = terms(
+        error,
+        "The unrelated 'multipart' package shadows python-multipart's module name.",
+        fix(("command", "pip uninstall -y python-multipart", "drop the clash")),
+    )
+    assert not remove.acts_like(master, vocabulary())
+
+
+def test_an_extra_acts_on_what_its_explanation_says_it_pulls_in() -> None:
+    error = "ImportError: Missing optional dependency 'pyarrow'.  Use pip or conda to install pyarrow."
+    master = terms(error, "pyarrow is not installed.", fix(("install", "pip install pyarrow", "Parquet engine")))
+    extra = terms(
+        error,
+        "pandas declares its Parquet engine only as an optional extra.",
+        fix(("install", "pip install 'pandas[parquet]'", "pulls in pyarrow as the Parquet engine")),
+    )
+    assert extra.acts_like(master, vocabulary())
+    plain = terms(error, "pandas lacks an engine.", fix(("install", "pip install pandas", "pulls in pyarrow")))
+    assert not plain.acts_like(master, vocabulary())  # no extra: the explanation does not add objects
