@@ -23,9 +23,10 @@ from typing import Any, Protocol
 
 import anyio
 import orjson
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.api.context import Principal
+from gateway.asgi_body import buffered
 from gateway.runtime import GatewayRuntime
 
 __all__ = ["Admitted", "Exchange", "FastToolCalls"]
@@ -92,7 +93,7 @@ class FastToolCalls:
         if headers.get("mcp-method") != "tools/call" or headers.get("mcp-protocol-version") not in self.modern:
             await self.app(scope, receive, send)
             return
-        body, receive = await _buffered(receive)
+        body, receive = await buffered(receive)
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -163,24 +164,3 @@ async def _send_json(send: Send, status: int, payload: bytes) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload, "more_body": False})
-
-
-async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
-    """The request body, and a ``receive`` that replays it before passing on what comes next."""
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            pending: list[Message] = [message]
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            pending = []
-            break
-    body = b"".join(chunks)
-    pending.insert(0, {"type": "http.request", "body": body, "more_body": False})
-
-    async def replay() -> Message:
-        return pending.pop(0) if pending else await receive()
-
-    return body, replay

@@ -36,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.api.context import Principal
 from gateway.api.errors import Forbidden, InternalError, ToolError, Unauthenticated
+from gateway.asgi_body import buffered
 from gateway.http_auth import HttpAuth
 from gateway.http_errors import error_envelope, tool_error_detail
 from gateway.runtime import GatewayRuntime
@@ -164,8 +165,7 @@ class SecurityMiddleware:
             return
         message: Any = None
         if path == self.mcp_path and scope.get("method") == "POST":
-            body = await _read_body(receive)
-            receive = _replay(body, receive)
+            body, receive = await buffered(receive)
             message = _json(body)
         headers = Headers(scope=scope)
         anonymous = self.public is not None and self.public(scope.get("method", ""), path)
@@ -279,28 +279,3 @@ def _json(body: bytes) -> Any:
         return json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
