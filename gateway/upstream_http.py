@@ -60,7 +60,8 @@ class DirectCalls:
 
     async def start(self) -> None:
         timeout = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=300.0)
-        self._http = aiohttp.ClientSession(timeout=timeout, auto_decompress=True, raise_for_status=False)
+        # trust_env: proxies (HTTPS_PROXY, NO_PROXY) apply as they do to the SDK's client on the other exchanges
+        self._http = aiohttp.ClientSession(timeout=timeout, raise_for_status=False, trust_env=True)
 
     async def aclose(self) -> None:
         if self._http is not None:
