@@ -104,6 +104,12 @@ class GimConfig(BaseModel):
     dedup_second_path_overlap: float = Field(
         0.70, ge=0.0, le=1.0, description="second path: least mechanism overlap of the two explanations."
     )
+    dedup_same_move_path: bool = Field(
+        True,
+        description="hybrid, with dedup_require_agreement: a candidate that passes the error threshold may merge "
+        "without the resolution threshold when both fixes make the same upgrade, downgrade or pin of one package, to "
+        "versions that intersect (see gateway_plugins.gim.dedup and gateway_plugins.gim.moves).",
+    )
     require_same_exception_type: bool = Field(
         False, description="hybrid: also require the exception types to agree (see gateway_plugins.gim.dedup)."
     )
