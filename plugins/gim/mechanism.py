@@ -26,7 +26,9 @@ without its program (an installer's tool and verb): two fixes that run the same 
 ``pip install numpy``, ``gunicorn --timeout 120`` and ``gunicorn --workers 4``) do not agree by the tool's name,
 and removing a package is not installing it. A reworded duplicate whose fix is written differently (``pip
 install tf-keras`` and ``python -m pip install tf-keras``) keeps its shared actions; two look-alikes whose fixes
-are a generic pointer or act on different things have none.
+are a generic pointer or act on different things have none. Two fixes that make the same specific move of one
+package (:func:`gateway_plugins.gim.moves.same_move`: ``pip install -U "black>=22.3.0"`` and ``poetry add
+"black@^22.3"``) agree however differently they are written.
 """
 
 from __future__ import annotations
