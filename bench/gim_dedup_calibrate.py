@@ -4,8 +4,9 @@ For every duplicate submission (report i of a cluster against the cluster's firs
 submits them) and every hard-negative pair (side b against side a, and against a's cluster's first report when a
 names a cluster), it computes what the hybrid rule looks at, with the deployment's local embedder (int8 MiniLM)
 and the pack's own functions: the dense similarity of the normalised error signatures, the resolution similarity
-(root cause + fix), the specific checks of :mod:`gateway_plugins.gim.agreement`, and the mechanism check's
-overlap and action agreement (:mod:`gateway_plugins.gim.mechanism`), with an explanation vocabulary of what the
+(root cause + fix), the specific checks of :mod:`gateway_plugins.gim.agreement`, the mechanism check's
+overlap and action agreement (:mod:`gateway_plugins.gim.mechanism`) and the same-move path
+(:mod:`gateway_plugins.gim.moves`, with the checks on), with an explanation vocabulary of what the
 gateway would hold (the distractors and the clusters' first reports). Lexical (BM25) evidence depends on the
 whole memory and is left out, so error evidence here is the dense part only (a lower bound of what the gateway
 sees).
@@ -41,6 +42,7 @@ from gateway_plugins.gim.agreement import conflicts
 from gateway_plugins.gim.evidence import Facts, extract_facts
 from gateway_plugins.gim.mechanism import ReportTerms, mechanism_conflict, report_terms
 from gateway_plugins.gim.models import FixBundle
+from gateway_plugins.gim.moves import same_move
 from gateway_plugins.gim.signatures import normalise_error
 from gateway_plugins.gim.texts import error_text, resolution_text
 from gateway_plugins.gim.vocabulary import ExplanationVocabulary, explanation_terms
@@ -188,7 +190,9 @@ def print_sweep(
         for label, specific, overlap in [("none", False, 0.0)] + [(f"specific+mech {o}", True, o) for o in overlaps]:
 
             def merges(c: Case, t: float = t, specific: bool = specific, overlap: float = overlap) -> bool:
-                if c.error < error_threshold or c.resolution < t:
+                # the same-move path stands in for rule 2 when the agreement checks are on
+                moved = specific and same_move(c.sub_terms.moves, c.master_terms[0].moves)
+                if c.error < error_threshold or (c.resolution < t and not moved):
                     return False
                 return not (specific and (c.conflicts or c.mechanism(vocabulary, overlap)))
 

@@ -20,8 +20,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
-__all__ = ["DOWN", "REMOVED", "UP", "action_objects", "command_packages", "installs_extra", "system_package"]
+__all__ = [
+    "DOWN",
+    "REMOVED",
+    "UP",
+    "Named",
+    "action_objects",
+    "command_packages",
+    "installs_extra",
+    "named_packages",
+    "system_package",
+]
 
 UP, DOWN = "up", "down"
 REMOVED = "~"
@@ -40,7 +51,7 @@ _VALUE_FLAGS = frozenset(
     "--target --prefix --editable --platform --python-version --group --channel --source --index".split()
 )
 _PROSE_STOP = frozenset("and or then to with for if instead before after when which so".split())
-_SPEC = re.compile(r"^(@[\w.\-]+/[\w.\-]+|[A-Za-z][\w.\-]*)(?:\[([^\]]*)\])?\s*(?:(>=|<=|==|~=|!=|<|>|@)\s*(\S*))?$")
+_SPEC = re.compile(r"^(@[\w.\-]+/[\w.\-]+|[A-Za-z][\w.\-]*)(?:\[([^\]]*)\])?\s*(?:(>=|<=|==|~=|!=|<|>|@|=)\s*(\S*))?$")
 _EXTRA = re.compile(r"[A-Za-z0-9]\[[\w,.\- ]+\]")
 _SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
 _LEAD = re.compile(r"^\s*(?:(?:sudo|doas)(?:\s+-\w+)*\s+|[A-Za-z_]\w*=\S*\s+)*")
@@ -59,14 +70,43 @@ def system_package(name: str) -> str:
     return re.sub(r"(?<=[a-z])[\d.\-_]*\d[a-z]?\d*$", "", name) or name
 
 
-def command_packages(command: str, canonical: Callable[[str], str | None]) -> list[tuple[str, str | None]]:
-    """``(package, direction)`` of each package an install-like command names; ``canonical`` spells a name the
-    one way (:func:`gateway_plugins.gim.evidence.canonical_package`, ``None`` for a name that is no package)."""
-    out: list[tuple[str, str | None]] = []
+@dataclass(frozen=True)
+class Named:
+    """One package an install-like command names: its name as written, the canonical name, the extras it asks
+    for, its version operator and version (``None`` without), whether the command upgrades (``-U``, ``upgrade``)
+    or removes it (``uninstall``), and whether the tool is a system package manager."""
+
+    name: str
+    package: str
+    extras: tuple[str, ...]
+    op: str | None
+    version: str | None
+    upgrade: bool
+    removing: bool
+    system: bool
+    itself: bool = False
+
+    @property
+    def direction(self) -> str | None:
+        """``up`` for an upgrade or a lower bound (``>=``, ``@latest``), ``down`` for an upper bound (``<``)."""
+        op, version = self.op, self.version
+        if op in (">=", ">", "~=") or (op == "@" and version in ("latest", "next")) or self.upgrade:
+            return UP
+        if op in ("<", "<="):
+            return DOWN
+        return None
+
+
+def named_packages(command: str, canonical: Callable[[str], str | None]) -> list[Named]:
+    """Each package an install-like command names (see :class:`Named`); ``canonical`` spells a name the one way
+    (:func:`gateway_plugins.gim.evidence.canonical_package`, ``None`` for a name that is no package)."""
+    out: list[Named] = []
     for match in INSTALLER.finditer(command):
         args = re.findall(r"\"[^\"]+\"|'[^']+'|\S+", match.group("args"))
-        upgrade = match.group("verb").lower() in ("upgrade", "update") or any(a in ("-U", "--upgrade") for a in args)
-        system = match.group("tool").lower() in _SYSTEM_TOOLS
+        verb = match.group("verb").lower()
+        upgrade = verb in ("upgrade", "update") or any(a in ("-U", "--upgrade") for a in args)
+        tool = match.group("tool").lower()
+        system = tool in _SYSTEM_TOOLS
         skip = False
         for raw in args:
             if raw.lower() in _PROSE_STOP or raw.startswith(("(", "#")):
@@ -86,13 +126,20 @@ def command_packages(command: str, canonical: Callable[[str], str | None]) -> li
             if package is None:
                 continue
             # an extra is named after what it pulls in (beautifulsoup4[lxml]): the command is about that too
-            out += [(e, None) for e in map(canonical, (extras or "").split(",")) if e is not None and e != package]
-            direction: str | None = None
-            if op in (">=", ">", "~=") or (op == "@" and version in ("latest", "next")) or upgrade:
-                direction = UP
-            elif op in ("<", "<="):
-                direction = DOWN
-            out.append((package, direction))
+            pulled = tuple(e for e in map(canonical, (extras or "").split(",")) if e is not None and e != package)
+            itself = package == canonical(tool.split()[-1].rstrip("3"))
+            removing = verb in _REMOVING
+            out.append(Named(name, package, pulled, op, version or None, upgrade, removing, system, itself))
+    return out
+
+
+def command_packages(command: str, canonical: Callable[[str], str | None]) -> list[tuple[str, str | None]]:
+    """``(package, direction)`` of each package an install-like command names (and of the extras it asks for, with
+    no direction); ``canonical`` as for :func:`named_packages`."""
+    out: list[tuple[str, str | None]] = []
+    for named in named_packages(command, canonical):
+        out += [(extra, None) for extra in named.extras]
+        out.append((named.package, named.direction))
     return out
 
 

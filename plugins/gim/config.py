@@ -51,7 +51,11 @@ The third pass added a second way in (``dedup_second_path``): a candidate whose 
 ``dedup_second_path_error``, 0.20) merges when its resolution similarity reaches ``dedup_second_path_resolution``
 (0.70) and the explanations' term overlap, without the exemption for agreeing actions, reaches
 ``dedup_second_path_overlap`` (0.70: the lowest that added no false merge on the calibration part under the
-protocol; 0.60 added one). Every veto still applies. Held-out figures of each pass: ``bench/README.md``.
+protocol; 0.60 added one). Every veto still applies. The sixth pass added the same-move path
+(``dedup_same_move_path``, no threshold): a candidate past the error threshold merges when both fixes make the same
+upgrade, downgrade or pin of one package to intersecting versions (:mod:`gateway_plugins.gim.moves`); on the
+calibration part it merges one more duplicate (60/60) and no pair in either mode. Held-out figures of each pass:
+``bench/README.md``.
 """
 
 from __future__ import annotations
@@ -103,6 +107,12 @@ class GimConfig(BaseModel):
     dedup_second_path_resolution: float = Field(0.70, ge=0.0, le=1.0, description="second path: resolution similarity.")
     dedup_second_path_overlap: float = Field(
         0.70, ge=0.0, le=1.0, description="second path: least mechanism overlap of the two explanations."
+    )
+    dedup_same_move_path: bool = Field(
+        True,
+        description="hybrid, with dedup_require_agreement: a candidate that passes the error threshold may merge "
+        "without the resolution threshold when both fixes make the same upgrade, downgrade or pin of one package, to "
+        "versions that intersect (see gateway_plugins.gim.dedup and gateway_plugins.gim.moves).",
     )
     require_same_exception_type: bool = Field(
         False, description="hybrid: also require the exception types to agree (see gateway_plugins.gim.dedup)."

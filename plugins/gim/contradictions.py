@@ -23,6 +23,7 @@ from gateway_plugins.gim.dedup import Evidence, SecondPath
 from gateway_plugins.gim.evidence import Facts, extract_facts
 from gateway_plugins.gim.mechanism import ReportTerms, best_overlap, mechanism_conflict, report_terms
 from gateway_plugins.gim.models import MasterIssue
+from gateway_plugins.gim.moves import same_move
 from gateway_plugins.gim.texts import ERROR, RESOLUTION, resolution_text
 
 if TYPE_CHECKING:
@@ -76,14 +77,18 @@ async def attach_conflicts(
     resolution_threshold: float,
     mechanism_overlap: float,
     second_path: SecondPath | None = None,
+    same_move_path: bool = False,
 ) -> None:
-    """Fill ``conflicts`` of every candidate that passes rules 1-2 or is admitted by ``second_path`` (the others
-    cannot merge anyway), and their ``overlap`` (what the second path needs). ``mechanism_overlap``: the mechanism
-    check's ``min_overlap`` (0 leaves the check out)."""
+    """Fill ``conflicts`` of every candidate that passes rules 1-2, is admitted by ``second_path`` or, with
+    ``same_move_path``, passes rule 1 (the others cannot merge anyway), their ``overlap`` (what the second path
+    needs) and ``same_move`` (what the same-move path needs). ``mechanism_overlap``: the mechanism check's
+    ``min_overlap`` (0 leaves the check out)."""
     candidates = [
         e
         for e in evidence.values()
-        if e.passes(error_threshold, resolution_threshold) or (second_path is not None and second_path.admits(e))
+        if e.passes(error_threshold, resolution_threshold)
+        or (second_path is not None and second_path.admits(e))
+        or (same_move_path and e.error >= error_threshold)
     ]
     if not candidates:
         return
@@ -115,6 +120,7 @@ async def attach_conflicts(
         found = conflicts(mine, facts)
         mechanism = mechanism_conflict(my_terms, terms, core.vocabulary, min_overlap=mechanism_overlap)
         e.overlap = best_overlap(my_terms, terms, core.vocabulary)
+        e.same_move = bool(terms) and same_move(my_terms.moves, terms[0].moves)
         e.conflicts = tuple(found if mechanism is None else [*found, mechanism])
         if e.conflicts:
             log.info("gim.dedup.contradiction", master=e.master_id, conflicts=[str(c) for c in e.conflicts])

@@ -29,6 +29,15 @@ still merge when its error evidence reaches ``dedup_second_path_error``, its res
 ``dedup_second_path_overlap``: strong agreement on what the explanations add beyond the error compensates for a
 weaker error similarity. Every veto of rule 3 still applies.
 
+**Same-move path** (``dedup_same_move_path``, with ``dedup_require_agreement``): a reworded duplicate's fix is often
+the same move written with another tool or spelling (``pip install -U "black>=22.3.0"`` and ``poetry add --group
+dev "black@^22.3"``); its explanation in other words can then read less alike than rule 2 asks although the fix is
+plainly the same. A candidate that passes rule 1 merges when the two fixes make the same specific move of one
+package (:func:`gateway_plugins.gim.moves.same_move`: an upgrade, a downgrade or a pin of the same distribution,
+the same way, to versions that intersect; a plain install or removal does not count, nor an installer upgrading
+itself) — structural evidence of the same fix standing in for rule 2's similarity. Every veto of rule 3 still
+applies (an upgrade against a downgrade is the direction veto).
+
 4. Optionally (``require_same_exception_type``, off by default) **compatible exception types**: the
    submission's exception type is among the master's, or one side has none or only a warning. Off by default
    because real reports of one cause raise different types (ESM ``SyntaxError`` vs CommonJS ``TypeError`` for
@@ -67,6 +76,8 @@ class Evidence:
     """Contradictions found between the submission's and the master's evidence (rule 3): any one is a veto."""
     overlap: float = 0.0
     """The mechanism check's best overlap with the master's items (filled with the conflicts; the second path)."""
+    same_move: bool = False
+    """Whether the two fixes make the same move of one package (filled with the conflicts; the same-move path)."""
 
     def passes(self, error_threshold: float, resolution_threshold: float) -> bool:
         """Rules 1 and 2."""
@@ -142,13 +153,19 @@ def decide_hybrid(
     resolution_threshold: float,
     require_same_exception_type: bool = False,
     second_path: SecondPath | None = None,
+    same_move_path: bool = False,
 ) -> Evidence | None:
     """The master to merge into, or ``None`` for a new master. ``second_path``: the second merge path (its
-    candidates' ``overlap`` filled), or ``None`` for rules 1-2 only."""
+    candidates' ``overlap`` filled), or ``None`` for rules 1-2 only; ``same_move_path``: whether a candidate that
+    passes rule 1 and whose fix makes the same move (``same_move`` filled) may merge without rule 2."""
     eligible = [
         e
         for e in evidence.values()
-        if (e.passes(error_threshold, resolution_threshold) or (second_path is not None and second_path.merges(e)))
+        if (
+            e.passes(error_threshold, resolution_threshold)
+            or (second_path is not None and second_path.merges(e))
+            or (same_move_path and e.same_move and e.error >= error_threshold)
+        )
         and not e.conflicts
         and (not require_same_exception_type or e.compatible(exception_type))
     ]

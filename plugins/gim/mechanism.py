@@ -26,7 +26,9 @@ without its program (an installer's tool and verb): two fixes that run the same 
 ``pip install numpy``, ``gunicorn --timeout 120`` and ``gunicorn --workers 4``) do not agree by the tool's name,
 and removing a package is not installing it. A reworded duplicate whose fix is written differently (``pip
 install tf-keras`` and ``python -m pip install tf-keras``) keeps its shared actions; two look-alikes whose fixes
-are a generic pointer or act on different things have none.
+are a generic pointer or act on different things have none. Two fixes that make the same specific move of one
+package (:func:`gateway_plugins.gim.moves.same_move`: ``pip install -U "black>=22.3.0"`` and ``poetry add
+"black@^22.3"``) agree however differently they are written.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 from gateway_plugins.gim.agreement import Conflict
 from gateway_plugins.gim.commands import REMOVED, action_objects, installs_extra
 from gateway_plugins.gim.models import FixBundle
+from gateway_plugins.gim.moves import Move, fix_moves, same_move
 from gateway_plugins.gim.vocabulary import ExplanationVocabulary, explanation_terms
 
 __all__ = ["ReportTerms", "best_overlap", "mechanism_conflict", "overlap", "report_terms"]
@@ -57,10 +60,16 @@ class ReportTerms:
     """Terms of what the fix's commands act on (:func:`gateway_plugins.gim.commands.action_objects`: without the
     program, or an installer's tool and verb; a removed package's terms marked), its working-version names, and
     what the explanation of an action installing an extra says it pulls in."""
+    moves: frozenset[Move] = frozenset()
+    """What the fix does to each package it names (:func:`gateway_plugins.gim.moves.fix_moves`)."""
 
     def acts_like(self, other: ReportTerms, vocabulary: ExplanationVocabulary) -> bool:
-        """Whether the two fixes' actions agree: their shared command terms weigh at least one unseen term, and
-        they act on something in common (a shared tool or verb alone is not the same action)."""
+        """Whether the two fixes' actions agree: their shared command terms weigh at least one unseen term and
+        they act on something in common (a shared tool or verb alone is not the same action), or they make the
+        same move of one package (:func:`gateway_plugins.gim.moves.same_move`: the same way, to versions that
+        intersect), however differently it is written."""
+        if same_move(self.moves, other.moves):
+            return True
         shared = vocabulary.weight(self.actions & other.actions)
         return shared >= vocabulary.unseen and bool(self.objects & other.objects)
 
@@ -72,7 +81,9 @@ def report_terms(
     terms already computed (``explanation``)."""
     actions: frozenset[str] = frozenset()
     objects: frozenset[str] = frozenset()
+    moves: frozenset[Move] = frozenset()
     if fix is not None:
+        moves = fix_moves(fix)
         commands = [action.command for action in fix.env_actions]
         versions = list(fix.constraints.working_versions)
         actions = explanation_terms("\n".join([*commands, *versions]))
@@ -83,7 +94,7 @@ def report_terms(
         pulled_in = [action.explanation for action in fix.env_actions if installs_extra(action.command)]
         objects |= explanation_terms("\n".join(pulled_in))
     explained = explanation if explanation is not None else explanation_terms(resolution)
-    return ReportTerms(explanation_terms(error), explained, actions, objects)
+    return ReportTerms(explanation_terms(error), explained, actions, objects, moves)
 
 
 def overlap(sub: ReportTerms, item: ReportTerms, vocabulary: ExplanationVocabulary) -> tuple[float, set[str], set[str]]:

@@ -57,6 +57,7 @@ async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, ve
         if config.dedup_second_path and config.dedup_require_agreement
         else None
     )
+    same_move_path = config.dedup_same_move_path and config.dedup_require_agreement
     pool = config.candidate_pool
     threshold = min(config.dedup_error_threshold, second_path.error_threshold if second_path else 1.0)
     resolution_floor = min(config.dedup_resolution_threshold, second_path.resolution_threshold if second_path else 1.0)
@@ -109,6 +110,7 @@ async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, ve
             resolution_threshold=core.config.dedup_resolution_threshold,
             mechanism_overlap=core.config.dedup_mechanism_overlap,
             second_path=second_path,
+            same_move_path=same_move_path,
         )
     chosen = decide_hybrid(
         evidence,
@@ -117,6 +119,7 @@ async def _decide_hybrid(core: GimCore, prepared: Prepared, embedder_id: str, ve
         resolution_threshold=core.config.dedup_resolution_threshold,
         require_same_exception_type=core.config.require_same_exception_type,
         second_path=second_path,
+        same_move_path=same_move_path,
     )
     if chosen is None:
         return Decision(None, None, 0.0)
