@@ -23,7 +23,7 @@ from gateway_plugins.gim.dedup import Evidence, SecondPath
 from gateway_plugins.gim.evidence import Facts, extract_facts
 from gateway_plugins.gim.mechanism import ReportTerms, best_overlap, mechanism_conflict, report_terms
 from gateway_plugins.gim.models import MasterIssue
-from gateway_plugins.gim.moves import same_move
+from gateway_plugins.gim.moves import fix_moves, same_move
 from gateway_plugins.gim.texts import ERROR, RESOLUTION, resolution_text
 
 if TYPE_CHECKING:
@@ -86,10 +86,19 @@ async def attach_conflicts(
     candidates = [
         e
         for e in evidence.values()
-        if e.passes(error_threshold, resolution_threshold)
-        or (second_path is not None and second_path.admits(e))
-        or (same_move_path and e.error >= error_threshold)
+        if e.passes(error_threshold, resolution_threshold) or (second_path is not None and second_path.admits(e))
     ]
+    # The same-move path needs a specific move on both sides: only a candidate that passes rule 1 and whose own
+    # fix makes the same move as the submission's gets its evidence read (its fix is read alone first: cheap
+    # beside the evidence), not every candidate that passes rule 1.
+    my_moves = fix_moves(prepared.fix_bundle) if same_move_path else frozenset()
+    taken = {e.master_id for e in candidates}
+    by_rule_1 = [e for e in evidence.values() if my_moves and e.error >= error_threshold and e.master_id not in taken]
+    if by_rule_1:
+        fixes = await core.repo.fix_bundles(core.store, sorted(e.master_id for e in by_rule_1))
+        candidates += [
+            e for e in by_rule_1 if e.master_id in fixes and same_move(my_moves, fix_moves(fixes[e.master_id]))
+        ]
     if not candidates:
         return
     matched = {e.master_id: sorted(e.item_ids - {e.master_id})[: _ITEMS_PER_MASTER - 1] for e in candidates}

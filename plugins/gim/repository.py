@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from pydantic import Field
 
 from gateway.api.stores import Row
-from gateway_plugins.gim.models import MasterIssue
+from gateway_plugins.gim.models import FixBundle, MasterIssue
 from gateway_plugins.gim.ranking import SearchRow
 
 __all__ = ["Db", "Repository", "StoredMaster"]
@@ -147,6 +147,16 @@ class Repository:
             params,
         )
         return {row["id"]: master_from_row(row) for row in rows}
+
+    async def fix_bundles(self, db: Db, master_ids: Sequence[str]) -> dict[str, FixBundle]:
+        """The fixes of the active masters among ``master_ids``, in one light query (no whole master is built)."""
+        clause, params = _in("m", list(master_ids))
+        rows = await db.fetch_all(
+            f"SELECT m.id, m.fix_bundle FROM gim_masters m "
+            f"JOIN gim_items i ON i.id = m.id WHERE i.state = 'active' AND m.id IN {clause}",
+            params,
+        )
+        return {str(row["id"]): FixBundle.model_validate(row["fix_bundle"]) for row in rows}
 
     async def search_rows(self, db: Db, master_ids: Sequence[str]) -> dict[str, SearchRow]:
         """What a search ranks and shows of the active masters among ``master_ids``, in one light query."""
