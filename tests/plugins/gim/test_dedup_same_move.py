@@ -5,6 +5,7 @@ look-alike that moves the same package the other way, or to versions the master'
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -67,17 +68,24 @@ async def submit_reworded(client: Any, command: str, kind: str = "upgrade") -> d
     )
 
 
-async def test_the_same_upgrade_with_another_manager_joins_the_master(gim: Any) -> None:
+@pytest.fixture
+async def moving(data_dir: Path) -> AsyncIterator[Any]:
+    """A GIM gateway with the same-move path on (it is off by default: see ``plugins/gim/config.py``)."""
+    async with running_gateway(gim_config(gim={"dedup_same_move_path": True}), data_dir) as client:
+        yield client
+
+
+async def test_the_same_upgrade_with_another_manager_joins_the_master(moving: Any) -> None:
     """``holdout4``'s miss of the fifth pass: poetry's ``black@^22.3`` is pip's ``black>=22.3.0``."""
-    master = await submit_master(gim)
-    reworded = await submit_reworded(gim, 'poetry add --group dev "black@^22.3"')
+    master = await submit_master(moving)
+    reworded = await submit_reworded(moving, 'poetry add --group dev "black@^22.3"')
     assert reworded["merged"] is True
     assert reworded["master_issue_id"] == master["master_issue_id"]
 
 
 async def test_without_the_same_move_path_the_reworded_report_stays_apart(data_dir: Path) -> None:
-    """What the path adds: its explanation alone reads less alike than rule 2 asks (the fifth pass's outcome)."""
-    config = gim_config(gim={"dedup_same_move_path": False})
+    """What the path adds (the default): its explanation alone reads less alike than rule 2 asks."""
+    config = gim_config()
     async with running_gateway(config, data_dir) as client:
         await submit_master(client)
         reworded = await submit_reworded(client, 'poetry add --group dev "black@^22.3"')
@@ -91,9 +99,11 @@ async def test_without_the_same_move_path_the_reworded_report_stays_apart(data_d
         ('poetry add --group dev "black@~22.1"', "upgrade"),  # the same direction, versions the master excludes
     ],
 )
-async def test_an_opposite_or_disjoint_move_of_the_same_package_stays_apart(gim: Any, command: str, kind: str) -> None:
-    master = await submit_master(gim)
-    look_alike = await submit_reworded(gim, command, kind)
+async def test_an_opposite_or_disjoint_move_of_the_same_package_stays_apart(
+    moving: Any, command: str, kind: str
+) -> None:
+    master = await submit_master(moving)
+    look_alike = await submit_reworded(moving, command, kind)
     assert look_alike["merged"] is False
     assert look_alike["master_issue_id"] != master["master_issue_id"]
 
