@@ -153,7 +153,7 @@ class GatewayRuntime:
     def upstream_connector(self) -> Any:
         """The client for other MCP servers that packs receive (built on first use)."""
         if self._upstreams is None:
-            from gateway.mcp_adapter import SdkWire  # the one package that speaks the SDK
+            from gateway.mcp_adapter import SdkWire  # the adapter, the one package that speaks the SDK
             from gateway.upstream_session import WireConnector
 
             self._upstreams = WireConnector(SdkWire)

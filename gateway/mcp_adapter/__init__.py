@@ -1,6 +1,6 @@
-"""The one place that imports the ``mcp`` SDK: the gateway as an MCP server (:mod:`.server`), its direct answer to
-a 2026-07-28 ``tools/call`` over HTTP (:mod:`.exchange`), and the SDK half of the client packs use to front other
-MCP servers (:mod:`.upstream`, :class:`gateway.api.UpstreamConnector`).
+"""The gateway's adapter to the ``mcp`` SDK: the gateway as an MCP server (:mod:`.server`), its direct answer to a
+2026-07-28 ``tools/call`` over HTTP (:mod:`.exchange`), and the SDK half of the client packs use to front other MCP
+servers (:mod:`.upstream`, :class:`gateway.api.UpstreamConnector`). One module, :mod:`.sdk`, imports the SDK.
 
 Everything MCP-specific (types, error codes, transports, the SDK client used by in-process tests and the CLI)
 stays in this package, so an SDK upgrade touches it alone. What needs no SDK lives beside it: :mod:`gateway.wire`

@@ -6,27 +6,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import mcp.types as mt
 import orjson
 import structlog
-from mcp.server.lowlevel import Server
-from mcp.server.runner import modern_error_data
-from mcp.server.streamable_http import check_accept_headers
-from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import (
-    ERROR_CODE_HTTP_STATUS,
-    InboundLadderRejection,
-    classify_inbound_request,
-    find_duplicated_routing_header,
-    validate_mcp_param_headers,
-)
-from mcp_types import methods as request_methods
 from pydantic import ValidationError
 from starlette.requests import Request
 
 from gateway import wire
 from gateway.api.context import CallContext, Principal
 from gateway.http_fastcall import Admitted
+from gateway.mcp_adapter.sdk import (
+    ERROR_CODE_HTTP_STATUS,
+    InboundLadderRejection,
+    MCPError,
+    Server,
+    check_accept_headers,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    modern_error_data,
+    mt,
+    request_methods,
+    validate_mcp_param_headers,
+)
 from gateway.runtime import CallOutcome, GatewayRuntime, UnknownTool
 
 log = structlog.get_logger(__name__)

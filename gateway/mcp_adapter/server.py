@@ -10,16 +10,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import mcp.types as mt
-from mcp import Client
-from mcp.server.lowlevel import NotificationOptions, Server
-from mcp.server.stdio import stdio_server
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
@@ -28,6 +18,22 @@ from gateway import __version__, wire
 from gateway.api.errors import ToolError
 from gateway.http_fastcall import FastToolCalls
 from gateway.mcp_adapter.exchange import ModernCallExchange, run_call
+from gateway.mcp_adapter.sdk import (
+    MODERN_PROTOCOL_VERSIONS,
+    Client,
+    InMemorySubscriptionBus,
+    ListenHandler,
+    MCPError,
+    NotificationOptions,
+    PromptsListChanged,
+    ResourcesListChanged,
+    Server,
+    SessionMessage,
+    ToolsListChanged,
+    TransportSecuritySettings,
+    mt,
+    stdio_server,
+)
 from gateway.request_context import Peers, call_context, principal_of
 from gateway.runtime import GatewayRuntime, ServedTool
 from gateway.stdio_pipes import LineSource, stdio_pipes

@@ -9,20 +9,6 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
-import httpx2
-import mcp.types as mt
-from mcp import Client, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import DEFAULT_MAX_SSE_EVENT_SIZE, streamable_http_client
-from mcp.server.subscriptions import ToolsListChanged
-from mcp.shared.exceptions import MCPError
-from mcp.shared.inbound import (
-    MCP_NAME_HEADER,
-    encode_header_value,
-    mcp_param_headers,
-    x_mcp_header_map,
-)
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from gateway import __version__
@@ -34,6 +20,24 @@ from gateway.api.upstream import (
     UpstreamRequestFailed,
     UpstreamSessionExpired,
     UpstreamTarget,
+)
+from gateway.mcp_adapter.sdk import (
+    DEFAULT_MAX_SSE_EVENT_SIZE,
+    MCP_NAME_HEADER,
+    MODERN_PROTOCOL_VERSIONS,
+    Client,
+    MCPError,
+    PromptsListChanged,
+    ResourcesListChanged,
+    StdioServerParameters,
+    ToolsListChanged,
+    encode_header_value,
+    httpx2,
+    mcp_param_headers,
+    mt,
+    stdio_client,
+    streamable_http_client,
+    x_mcp_header_map,
 )
 from gateway.upstream_http import DirectCalls
 from gateway.upstream_process import launcher_argv

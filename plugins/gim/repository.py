@@ -151,11 +151,8 @@ class Repository:
     async def fix_bundles(self, db: Db, master_ids: Sequence[str]) -> dict[str, FixBundle]:
         """The fixes of the active masters among ``master_ids``, in one light query (no whole master is built)."""
         clause, params = _in("m", list(master_ids))
-        rows = await db.fetch_all(
-            f"SELECT m.id, m.fix_bundle FROM gim_masters m "
-            f"JOIN gim_items i ON i.id = m.id WHERE i.state = 'active' AND m.id IN {clause}",
-            params,
-        )
+        active = f"JOIN gim_items i ON i.id = m.id WHERE i.state = 'active' AND m.id IN {clause}"
+        rows = await db.fetch_all(f"SELECT m.id, m.fix_bundle FROM gim_masters m {active}", params)
         return {str(row["id"]): FixBundle.model_validate(row["fix_bundle"]) for row in rows}
 
     async def search_rows(self, db: Db, master_ids: Sequence[str]) -> dict[str, SearchRow]:
