@@ -44,6 +44,8 @@ def _tool_result(outcome: CallOutcome) -> dict[str, Any]:
 async def run_call(
     runtime: GatewayRuntime, name: str, arguments: Mapping[str, Any] | None, context: CallContext
 ) -> dict[str, Any]:
+    """One tool call through the runtime, its result as wire JSON (both MCP paths: the SDK's handler and the
+    direct answer); an unknown tool is the protocol's invalid-params error."""
     try:
         outcome = await runtime.call_tool(name, arguments, context)
     except UnknownTool:
