@@ -20,10 +20,11 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway import __version__, mcp_adapter
 from gateway.api.errors import ConfigError
+from gateway.asgi_body import BodyTooLarge, buffered
 from gateway.http_auth import HttpAuth, describe_auth
 from gateway.http_errors import error_envelope
 from gateway.http_jsonrpc import JsonRpcErrorBodies
@@ -72,24 +73,11 @@ class BodyLimitMiddleware:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await self._refuse(scope, receive, send)
             return
-        body = bytearray()
-        pending: list[Message] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                pending.append(message)
-                break
-            body += message.get("body", b"")
-            if len(body) > self.limit:
-                await self._refuse(scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
-        pending.insert(0, {"type": "http.request", "body": bytes(body), "more_body": False})
-
-        async def replay() -> Message:
-            return pending.pop(0) if pending else await receive()
-
+        try:
+            _, replay = await buffered(receive, limit=self.limit)
+        except BodyTooLarge:
+            await self._refuse(scope, receive, send)
+            return
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:

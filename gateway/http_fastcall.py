@@ -93,13 +93,17 @@ class FastToolCalls:
         if headers.get("mcp-method") != "tools/call" or headers.get("mcp-protocol-version") not in self.modern:
             await self.app(scope, receive, send)
             return
-        body, receive = await buffered(receive)
-        try:
-            message = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            message = None
+        state = scope.get("state", {})
+        if "mcp_message" in state:  # the security middleware in front has read and parsed the body
+            message = state["mcp_message"]
+        else:
+            body, receive = await buffered(receive)
+            try:
+                message = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                message = None
         admitted = self.exchange.admit(scope, headers, message) if isinstance(message, dict) else None
-        principal = scope.get("state", {}).get("principal")
+        principal = state.get("principal")
         if admitted is None or principal is None:
             await self.app(scope, receive, send)
             return

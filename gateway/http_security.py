@@ -167,6 +167,7 @@ class SecurityMiddleware:
         if path == self.mcp_path and scope.get("method") == "POST":
             body, receive = await buffered(receive)
             message = _json(body)
+            scope.setdefault("state", {})["mcp_message"] = message  # read once: the direct path takes it from here
         headers = Headers(scope=scope)
         anonymous = self.public is not None and self.public(scope.get("method", ""), path)
         try:
@@ -276,6 +277,6 @@ class SecurityMiddleware:
 def _json(body: bytes) -> Any:
     """The parsed message, or None when the body is not JSON (the SDK answers malformed JSON-RPC itself)."""
     try:
-        return json.loads(body)
+        return json.loads(body)  # the parser the SDK uses: a body it reads is never one this check could not
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None

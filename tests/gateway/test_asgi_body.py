@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gateway.asgi_body import buffered
+from gateway.asgi_body import BodyTooLarge, buffered
 
 pytestmark = pytest.mark.anyio
 
@@ -38,3 +38,17 @@ async def test_a_disconnect_during_the_body_is_kept_for_its_turn() -> None:
     assert body == b"par"
     assert (await replay())["type"] == "http.request"
     assert await replay() == {"type": "http.disconnect"}
+
+
+async def test_reading_stops_past_the_limit() -> None:
+    receive = _receiver(
+        [
+            {"type": "http.request", "body": b"x" * 6, "more_body": True},
+            {"type": "http.request", "body": b"x" * 6, "more_body": True},
+            {"type": "http.request", "body": b"never read", "more_body": False},
+        ]
+    )
+    with pytest.raises(BodyTooLarge):
+        await buffered(receive, limit=10)
+    body, _ = await buffered(_receiver([{"type": "http.request", "body": b"x" * 10}]), limit=10)
+    assert body == b"x" * 10  # exactly the limit is allowed
