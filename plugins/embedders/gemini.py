@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import aiohttp
 import anyio
 import httpx
 import numpy as np
@@ -27,12 +28,15 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from gateway.api import EmbedTask, ProviderContext, ProviderUnavailable
 from gateway_plugins.embedders.config import GeminiEmbedderConfig
 
-try:  # the SDK prefers httpx2 (a drop-in httpx fork) when it is installed
+# Which HTTP library the SDK's async client uses depends on what is installed (aiohttp when present, else httpx2,
+# a drop-in httpx fork, else httpx): a connection failure of any of them is the service being unreachable.
+_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx.TransportError, aiohttp.ClientConnectionError)
+try:
     import httpx2
 
-    _TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx.TransportError, httpx2.TransportError)
+    _TRANSPORT_ERRORS += (httpx2.TransportError,)
 except ImportError:  # pragma: no cover - depends on the environment
-    _TRANSPORT_ERRORS = (httpx.TransportError,)
+    pass
 
 log = structlog.get_logger(__name__)
 
