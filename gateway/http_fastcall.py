@@ -17,6 +17,7 @@ closes the connection cancels the call.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -112,48 +113,84 @@ class FastToolCalls:
     async def _serve(
         self, call: Admitted, principal: Principal, headers: dict[str, str], receive: Receive, send: Send
     ) -> None:
-        done = anyio.Event()
-        outcome: dict[str, Any] = {}
-        streaming = False
-
-        async def run() -> None:
+        # The call runs in this task. Beside it, one task waits for the client to hang up (which cancels the call),
+        # and for a client that accepts event streams a timer switches a call silent for ``ping_after`` seconds to
+        # an SSE stream with keep-alive comments. A task group for the call would cost as much CPU as the rest of
+        # the exchange's own work.
+        reply = _Reply(send, self.ping_after if call.sse else None)
+        with anyio.CancelScope() as scope:
+            reply.watch(receive, scope)
             try:
-                outcome["result"] = await self.exchange.call(self.runtime, principal, headers, call)
+                result = await self.exchange.call(self.runtime, principal, headers, call)
             except Exception as exc:
-                outcome["error"] = exc
-            done.set()
-
-        async def watch_disconnect() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            tg.cancel_scope.cancel()  # the client gave up: so does the call
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_disconnect)
-            tg.start_soon(run)
-            if call.sse:
-                with anyio.move_on_after(self.ping_after):
-                    await done.wait()
-                if not done.is_set():
-                    streaming = True
-                    await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-                    while not done.is_set():
-                        await send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
-                        with anyio.move_on_after(self.ping_after):
-                            await done.wait()
-            await done.wait()
-            status, payload = self._payload(call, outcome)
-            if streaming:
-                event = b"event: message\r\ndata: " + payload + b"\r\n\r\n"
-                await send({"type": "http.response.body", "body": event, "more_body": False})
+                status, payload = self.exchange.failure(call.request_id, exc)
             else:
-                await _send_json(send, status, payload)
-            tg.cancel_scope.cancel()
+                status, payload = 200, self.exchange.answer(call, result)
+            await reply.deliver(status, payload)
+        if scope.cancelled_caught:  # the client has gone: nobody to answer
+            await reply.abandon()
 
-    def _payload(self, call: Admitted, outcome: dict[str, Any]) -> tuple[int, bytes]:
-        if "error" in outcome:
-            return self.exchange.failure(call.request_id, outcome["error"])
-        return 200, self.exchange.answer(call, outcome["result"])
+
+class _Reply:
+    """How one call's answer leaves: a JSON body, or, once the call has been silent for ``ping_after`` seconds, an
+    SSE stream kept alive with comments until the answer's event. Runs on asyncio (as uvicorn does)."""
+
+    def __init__(self, send: Send, ping_after: float | None) -> None:
+        self._send = send
+        self._ping_after = ping_after
+        self._timer: asyncio.TimerHandle | None = None
+        self._pinger: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._stop = anyio.Event() if ping_after is not None else None
+        self._answering = False
+
+    def watch(self, receive: Receive, scope: anyio.CancelScope) -> None:
+        """Cancel ``scope`` if the client hangs up before the answer; start the keep-alive timer."""
+        self._watcher = asyncio.ensure_future(self._cancel_on_disconnect(receive, scope))
+        if self._ping_after is not None:
+            self._timer = asyncio.get_running_loop().call_later(self._ping_after, self._start_stream)
+
+    async def _cancel_on_disconnect(self, receive: Receive, scope: anyio.CancelScope) -> None:
+        # ASGI: receive() gives http.disconnect once the response is complete, or when the client has gone.
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        if not self._answering:
+            scope.cancel()
+
+    def _start_stream(self) -> None:
+        self._pinger = asyncio.ensure_future(self._keep_alive())
+
+    async def _keep_alive(self) -> None:
+        assert self._stop is not None and self._ping_after is not None
+        await self._send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        while not self._stop.is_set():
+            await self._send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
+            with anyio.move_on_after(self._ping_after):
+                await self._stop.wait()
+
+    async def _stop_stream(self) -> bool:
+        """Stop the timer and the keep-alive comments; whether the answer is an event stream by then."""
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._pinger is None:
+            return False
+        assert self._stop is not None
+        self._stop.set()
+        await self._pinger
+        return True
+
+    async def deliver(self, status: int, payload: bytes) -> None:
+        self._answering = True
+        if await self._stop_stream():
+            event = b"event: message\r\ndata: " + payload + b"\r\n\r\n"
+            await self._send({"type": "http.response.body", "body": event, "more_body": False})
+        else:
+            await _send_json(self._send, status, payload)
+
+    async def abandon(self) -> None:
+        self._answering = True
+        with anyio.CancelScope(shield=True):
+            await self._stop_stream()
 
 
 _SSE_HEADERS = [

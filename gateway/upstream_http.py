@@ -21,7 +21,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
+import anyio
 import orjson
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from gateway.api.upstream import UpstreamConnectionLost, UpstreamRequestFailed
 
@@ -57,11 +60,15 @@ class DirectCalls:
         self._max_event_bytes = max_event_bytes
         self._ids = itertools.count(1)
         self._http: aiohttp.ClientSession | None = None
+        self._proxy: dict[str, Any] = {}
 
     async def start(self) -> None:
         timeout = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=300.0)
-        # trust_env: proxies (HTTPS_PROXY, NO_PROXY) apply as they do to the SDK's client on the other exchanges
-        self._http = aiohttp.ClientSession(timeout=timeout, raise_for_status=False, trust_env=True)
+        # Proxies from the environment (HTTP(S)_PROXY, NO_PROXY) apply as they do to the SDK's client on the other
+        # exchanges. They are looked up once, here: with trust_env, aiohttp would look them (and ~/.netrc) up on a
+        # worker thread for every request, two thread hand-offs per call.
+        self._proxy = await anyio.to_thread.run_sync(_env_proxy, self._url)
+        self._http = aiohttp.ClientSession(timeout=timeout, raise_for_status=False, trust_env=False)
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -79,7 +86,7 @@ class DirectCalls:
         }
         headers = {**self._headers, **self._routing(name, arguments)}
         try:
-            async with self._http.post(self._url, data=orjson.dumps(body), headers=headers) as response:
+            async with self._http.post(self._url, data=orjson.dumps(body), headers=headers, **self._proxy) as response:
                 kind = response.headers.get("Content-Type", "").lower()
                 if kind.startswith("text/event-stream") and response.status < 300:
                     return _answer(await self._from_events(response, request_id), response.status)
@@ -112,6 +119,15 @@ class DirectCalls:
             if len(pending) > self._max_event_bytes:
                 raise UpstreamRequestFailed(f"an event of the answer exceeds {self._max_event_bytes} bytes")
         raise UpstreamConnectionLost("the server closed the answer's event stream before answering")
+
+
+def _env_proxy(url: str) -> dict[str, Any]:
+    """``proxy``/``proxy_auth`` for requests to ``url`` from the environment, as aiohttp's ``trust_env`` reads them."""
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(url))
+    except LookupError:  # none set, or NO_PROXY exempts the host
+        return {}
+    return {"proxy": proxy, "proxy_auth": auth}
 
 
 def _json(raw: bytes) -> Any:

@@ -284,10 +284,13 @@ class Upstream:
         assert self._slots is not None
         timeout = self.config.call_timeout_seconds
         deadline = time.monotonic() + timeout
-        with anyio.move_on_after(timeout) as queue:
-            await self._slots.acquire()
-        if queue.cancelled_caught:
-            raise upstream_timeout(self.name, timeout, queued=True)
+        try:
+            self._slots.acquire_nowait()
+        except anyio.WouldBlock:  # every slot is taken: queue, within the call timeout
+            with anyio.move_on_after(timeout) as queue:
+                await self._slots.acquire()
+            if queue.cancelled_caught:
+                raise upstream_timeout(self.name, timeout, queued=True) from None
         self._in_flight += 1
         self._last_used = time.monotonic()
         try:
@@ -296,7 +299,8 @@ class Upstream:
             self._slots.release()
             self._in_flight -= 1
             self._last_used = time.monotonic()
-            self._wake()  # the reaper counts idle time from here
+            if self._in_flight == 0 and self._idle_timeout() is not None:
+                self._wake()  # the reaper, asleep while calls ran, counts idle time from here
 
     async def _attempt(self, request: Callable[[UpstreamSession], Awaitable[Any]], deadline: float) -> Any:
         for attempt in (1, 2):

@@ -165,3 +165,43 @@ async def test_a_client_that_hangs_up_cancels_the_call(tmp_path: Path) -> None:
             after = await client.call_tool("feat_double", {"n": 5})
     assert plugin.pack is not None and plugin.pack.cancelled
     assert after.structured_content == {"doubled": 10}
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_a_hang_up_while_streaming_or_waiting_cancels_the_call_and_sends_nothing_more(
+    tmp_path: Path, json_response: bool
+) -> None:
+    """The ASGI exchange itself: the client goes away after the call has been silent past ``ping_after`` (an event
+    stream with keep-alive comments by then, unless the gateway answers JSON only)."""
+    plugin = FeaturePlugin()
+    headers, body = _request("feat_work", {"steps": 100, "seconds": 1})
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+    }
+    arrivals = [{"type": "http.request", "body": body, "more_body": False}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if arrivals:
+            return arrivals.pop()
+        await anyio.sleep(0.35)  # the client hangs up
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async with running_runtime(feature_config(tmp_path), extra_plugins=[("feat", plugin)]) as runtime:
+        app = await _front(runtime, _Recorder(), ping_after=0.1, json_response=json_response)
+        with anyio.fail_after(5):
+            await app(scope, receive, send)
+    assert plugin.pack is not None and plugin.pack.cancelled
+    if json_response:
+        assert sent == []
+    else:
+        assert sent[0]["type"] == "http.response.start" and dict(sent[0]["headers"])[b"content-type"] == (
+            b"text/event-stream"
+        )
+        assert {m["body"] for m in sent[1:]} == {b": ping\r\n\r\n"}  # keep-alive comments, no answer

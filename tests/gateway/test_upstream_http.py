@@ -155,3 +155,32 @@ async def test_a_server_that_is_gone() -> None:
     async with _calls(f"http://127.0.0.1:{port}/mcp") as calls:
         with pytest.raises(UpstreamConnectionLost, match="connection"):
             await calls.call_tool("t", {})
+
+
+async def test_a_proxy_from_the_environment_is_used_unless_no_proxy_exempts_the_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``HTTP_PROXY`` and ``NO_PROXY`` apply as they do to the SDK's client (read once, when the exchange starts)."""
+    through_proxy: list[str] = []
+    direct: list[str] = []
+
+    async def proxy(request: web.Request) -> web.Response:
+        through_proxy.append(str(request.url))
+        return web.json_response(_result((await request.json())["id"], "via the proxy"))
+
+    async def upstream(request: web.Request) -> web.Response:
+        direct.append(str(request.url))
+        return web.json_response(_result((await request.json())["id"], "direct"))
+
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    async with _server(proxy) as proxy_url, _server(upstream) as url:
+        monkeypatch.setenv("HTTP_PROXY", proxy_url.removesuffix("/mcp"))
+        async with _calls(url) as calls:
+            proxied = await calls.call_tool("lookup", {})
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        async with _calls(url) as calls:
+            exempt = await calls.call_tool("lookup", {})
+    assert proxied["content"][0]["text"] == "via the proxy"
+    assert through_proxy and through_proxy[0].endswith("/mcp")
+    assert exempt["content"][0]["text"] == "direct" and len(direct) == 1
