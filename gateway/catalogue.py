@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from jsonschema.protocols import Validator
 
 from gateway.api.errors import ConfigError
 from gateway.api.tools import Prompt, Resource, ResourceTemplate, Tool, ToolPack
-from gateway.json_schemas import compile_schema
+from gateway.json_schemas import CompiledSchema, compile_schema
 from gateway.metrics import GatewayMetrics, ToolMetrics
 from gateway.tool_schemas import input_schema, output_schema
 
@@ -35,9 +34,9 @@ class ServedTool:
     """Renders the result's text block (built once: ``json.dumps`` would build one per call)."""
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None
-    input_validator: Validator | None = None
+    input_validator: CompiledSchema | None = None
     """For a tool declared with JSON Schemas: checks its arguments (pydantic does it for model tools)."""
-    output_validator: Validator | None = None
+    output_validator: CompiledSchema | None = None
     metrics: ToolMetrics | None = None
 
 
