@@ -67,8 +67,9 @@ CROWD = [
 ]
 POOL = 5
 # The pair's error similarity is just above the default threshold by design (0.365 when the test was written) and
-# moves by a few hundredths with the embedding runtime (0.342 with onnxruntime 1.32): the test is about where
-# candidates come from, so it sets the threshold a little lower explicitly rather than depend on that margin.
+# moves by a few hundredths with the machine (0.342 with full-range int8 weights on a CPU without VNNI): the test is
+# about where candidates come from, so it sets the threshold a little lower explicitly rather than depend on that
+# margin.
 GIM = {"candidate_pool": POOL, "dedup_error_threshold": 0.30}
 
 
