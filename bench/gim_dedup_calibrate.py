@@ -4,8 +4,8 @@ For every duplicate submission (report i of a cluster against the cluster's firs
 submits them) and every hard-negative pair (side b against side a, and against a's cluster's first report when a
 names a cluster), it computes what the hybrid rule looks at, with the deployment's local embedder (int8 MiniLM)
 and the pack's own functions: the dense similarity of the normalised error signatures, the resolution similarity
-(root cause + fix), the specific checks of :mod:`gateway_plugins.gim.agreement`, the mechanism check's
-overlap and action agreement (:mod:`gateway_plugins.gim.mechanism`) and the same-move path
+(root cause + fix), the specific checks of :mod:`gateway_plugins.gim.agreement` and the opposite-swap veto, the
+mechanism check's overlap and action agreement (:mod:`gateway_plugins.gim.mechanism`) and the same-move path
 (:mod:`gateway_plugins.gim.moves`, with the checks on), with an explanation vocabulary of what the
 gateway would hold (the distractors and the clusters' first reports). Lexical (BM25) evidence depends on the
 whole memory and is left out, so error evidence here is the dense part only (a lower bound of what the gateway
@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.gim_eval import EvalSet, distractor_submission, hard_negative_submission, report_submission, wilson
 from gateway_plugins.gim.agreement import conflicts
 from gateway_plugins.gim.evidence import Facts, extract_facts
-from gateway_plugins.gim.mechanism import ReportTerms, mechanism_conflict, report_terms
+from gateway_plugins.gim.mechanism import ReportTerms, mechanism_conflict, move_conflict, report_terms
 from gateway_plugins.gim.models import FixBundle
 from gateway_plugins.gim.moves import same_move
 from gateway_plugins.gim.signatures import normalise_error
@@ -104,6 +104,8 @@ def _case(label: str, duplicate: bool, sub: dict[str, Any], masters: list[dict[s
     items = [report_terms(own[0][0], resolution_text(own[0][1], own[0][2]), own[0][2])]
     items += [report_terms(e, resolution_text(r, f)) for e, r, f in own[1:]]  # children: texts only, no actions
     sub_terms = report_terms(error, resolution_text(root_cause, fix), fix)
+    if (swapped := move_conflict(sub_terms, items[0])) is not None:
+        found.append(swapped)
     return Case(label, duplicate, dense, resolution, [str(c) for c in found], sub_terms, items)
 
 

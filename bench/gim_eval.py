@@ -16,8 +16,8 @@ Strategies: ``hybrid`` (this pack), ``baseline`` (the public GIM algorithm: ``[p
     /work/venv/bin/python bench/gim_eval.py [--eval-dir /work/shared/eval] [--split dev] [--strategies hybrid,baseline]
 
 Our duplicate-decision set (``bench/data/gim_dedup``: calibration, seen and held-out parts) runs the same way:
-``--eval-dir bench/data/gim_dedup --split calib|test|holdout|holdout2|holdout3|holdout4|holdout5 --distractors
-/work/shared/eval/distractors_dev.jsonl``.
+``--eval-dir bench/data/gim_dedup --split calib|test|holdout|holdout2|holdout3|holdout4|holdout5|holdout6
+--distractors /work/shared/eval/distractors_dev.jsonl``.
 Its clusters have a ``fix_paraphrase`` (submitted with the third duplicate report). Hard-negative sides are submitted
 as the shared protocol says (``--hard-negative-fix protocol``, the default and the primary figure: a side's fix is its
 cluster's, else one ``command`` action explaining its root cause); ``--hard-negative-fix own`` gives the sides of our

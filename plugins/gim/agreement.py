@@ -10,7 +10,10 @@ contradiction keeps the submission apart, however similar the texts. None of the
   cause talks about (a model name, a user's file) is incidental and does not count; nor does a value the other
   side mentions anywhere (a report of ``np.int`` meets a master whose root cause lists ``np.float / np.int``), nor
   a value of the submission that the master's root cause or fix names (a report of ``libxkbcommon.so`` meets a
-  master whose fix installs ``libxkbcommon0`` among the libraries of the same failure).
+  master whose fix installs ``libxkbcommon0`` among the libraries of the same failure), nor a value of a family
+  that the master's root cause or fix lists (it names two or more identifiers with the same leading parts, as
+  ``X509_V_FLAG_CA, X509_V_FLAG_NOTIFY_POLICY``, and the submission's value has those parts too:
+  ``X509_V_FLAG_CB_ISSUER_CHECK``): such a master explains a family of values, not one of them.
 * **component** — the submission's traceback passes through a library that its root cause or fix names and that
   the master never mentions: the same ``Engine`` error raised inside ``pandas`` and in the user's own code.
 * **direction** — a package that one fix moves up (upgrade, ``>=``) and the other moves down (downgrade, ``<``),
@@ -44,6 +47,43 @@ def _distinct(value: str, other: str) -> set[str]:
     return identifier_tokens(value) - identifier_tokens(other)
 
 
+_FAMILY_PARTS = 2
+"""Leading parts a family's identifiers share (``x509_v_flag``: three): one part (``url`` of ``url_quote``,
+``langchain`` of ``langchain_core``) names a library or a word, not a family of values."""
+
+
+def _parts(identifier: str) -> tuple[str, ...]:
+    return tuple(p for p in identifier.split("_") if p)
+
+
+def _common(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def _listed_family(mine: str, theirs: str, explained: frozenset[str]) -> bool:
+    """Whether ``explained`` lists a family that ``theirs`` belongs to and ``mine`` joins: at least two of its
+    identifiers share ``theirs``'s first :data:`_FAMILY_PARTS` parts or more, and ``mine`` starts with every part
+    they all share."""
+    own = [_parts(t) for t in identifier_tokens(theirs) if "_" in t]
+    for anchor in own:
+        members = [p for t in explained if "_" in t and len(_common(p := _parts(t), anchor)) >= _FAMILY_PARTS]
+        if len(set(members)) < 2:
+            continue
+        prefix = members[0]
+        for member in members[1:]:
+            prefix = _common(prefix, member)
+        if len(prefix) < _FAMILY_PARTS:
+            continue
+        for value in identifier_tokens(mine):
+            parts = _parts(value)
+            if len(parts) > len(prefix) and parts[: len(prefix)] == prefix:
+                return True
+    return False
+
+
 def _value_conflict(mine: str, theirs: str, own: Facts, other: Facts) -> bool:
     """``mine`` (explained by ``own``) differs from ``theirs`` and ``other`` never mentions it."""
     tokens = _distinct(mine, theirs)
@@ -64,6 +104,8 @@ def failure_conflict(sub: Facts, master: Facts) -> Conflict | None:
                     continue
                 if _distinct(mine, theirs) & master.explained:
                     continue  # the master's cause or fix accounts for the submission's value
+                if _listed_family(mine, theirs, master.explained):
+                    continue  # ... or lists the family of values it belongs to
                 if _value_conflict(mine, theirs, sub, master) or _value_conflict(theirs, mine, master, sub):
                     found = found or Conflict("failure", f"'{mine}' vs '{theirs}' in '{line.template}'")
     return found

@@ -88,13 +88,19 @@ class Named:
 
     @property
     def direction(self) -> str | None:
-        """``up`` for an upgrade or a lower bound (``>=``, ``@latest``), ``down`` for an upper bound (``<``)."""
+        """``up`` for an upgrade or a lower bound (``>=``, ``@latest``), ``down`` for an upper bound (``<``); a
+        range with both bounds (``"x>=7,<8"``) says which versions, not which way (the action's type may)."""
         op, version = self.op, self.version
-        if op in (">=", ">", "~=") or (op == "@" and version in ("latest", "next")) or self.upgrade:
+        if (op == "@" and version in ("latest", "next")) or self.upgrade:
             return UP
-        if op in ("<", "<="):
-            return DOWN
-        return None
+        if op is None or op in ("@", "=") or not version:
+            return None
+        bounds = [op + version.split(",")[0], *version.split(",")[1:]]
+        lower = any(b.strip().startswith((">=", ">", "~=")) for b in bounds)
+        upper = any(b.strip().startswith(("<", "<=")) for b in bounds)
+        if lower == upper:
+            return None
+        return UP if lower else DOWN
 
 
 def named_packages(command: str, canonical: Callable[[str], str | None]) -> list[Named]:

@@ -57,8 +57,11 @@ upgrade, downgrade or pin of one package to intersecting versions (:mod:`gateway
 calibration part it merges one more duplicate (60/60) and no pair in either mode. It is **off by default**: on the
 part held out from that pass it changed nothing (51/54 before and after), while at 100,000 issues it cost about an
 eighth of the submission throughput (every candidate past the error threshold has its fix read, and those that
-make the same move their whole evidence); a deployment whose fixes are mostly version moves may turn it on. Held-out
-figures of each pass: ``bench/README.md``.
+make the same move their whole evidence); a deployment whose fixes are mostly version moves may turn it on. The
+seventh pass added no parameter: a failure value of a family the master's cause lists is accounted for, a range
+specifier with both bounds gives no direction, an opposite swap of two distributions is a veto, and shared command
+words stop counting as the same action when the fixes move one package opposite ways. Held-out figures of each
+pass: ``bench/README.md``.
 """
 
 from __future__ import annotations

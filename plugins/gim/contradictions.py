@@ -5,8 +5,9 @@ rebuilt from what is stored: its root cause and fix bundle (the master row) and 
 and of its items whose error matched the submission (``gim_items.texts``: the normalised error signature and the
 resolution text). The specific checks (:mod:`gateway_plugins.gim.agreement`) read the master and those items
 together; the mechanism check (:mod:`gateway_plugins.gim.mechanism`) compares the submission with each item on its
-own, weighting terms by the explanation vocabulary (:attr:`GimCore.vocabulary`). Masters written before these rules
-existed are checked alike.
+own, weighting terms by the explanation vocabulary (:attr:`GimCore.vocabulary`), and the submission's fix with the
+master's own fix for an opposite swap of two distributions (:func:`~gateway_plugins.gim.mechanism.move_conflict`).
+Masters written before these rules existed are checked alike.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from gateway.api import off_loop
 from gateway_plugins.gim.agreement import conflicts
 from gateway_plugins.gim.dedup import Evidence, SecondPath
 from gateway_plugins.gim.evidence import Facts, extract_facts
-from gateway_plugins.gim.mechanism import ReportTerms, best_overlap, mechanism_conflict, report_terms
+from gateway_plugins.gim.mechanism import ReportTerms, best_overlap, mechanism_conflict, move_conflict, report_terms
 from gateway_plugins.gim.models import MasterIssue
 from gateway_plugins.gim.moves import fix_moves, same_move
 from gateway_plugins.gim.texts import ERROR, RESOLUTION, resolution_text
@@ -127,6 +128,8 @@ async def attach_conflicts(
             continue
         facts, terms = theirs[e.master_id]
         found = conflicts(mine, facts)
+        if terms and (swapped := move_conflict(my_terms, terms[0])) is not None:
+            found.append(swapped)
         mechanism = mechanism_conflict(my_terms, terms, core.vocabulary, min_overlap=mechanism_overlap)
         e.overlap = best_overlap(my_terms, terms, core.vocabulary)
         e.same_move = bool(terms) and same_move(my_terms.moves, terms[0].moves)

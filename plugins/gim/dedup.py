@@ -13,10 +13,13 @@ Hybrid rule (all must hold for a candidate master; the best-scoring such master 
 3. **No contradiction** (``dedup_require_agreement``, on by default) — the specific evidence of the submission
    and of the master (:mod:`gateway_plugins.gim.evidence`: the values in the failure line, the libraries the
    trace passes through, the packages the cause and fix are about and the direction the fix moves them) does
-   not contradict (:mod:`gateway_plugins.gim.agreement`), and the two explanations describe the same mechanism
+   not contradict (:mod:`gateway_plugins.gim.agreement`), neither fix removes a distribution that the other
+   installs (an opposite swap: :func:`gateway_plugins.gim.mechanism.move_conflict`), and the two explanations
+   describe the same mechanism
    (:mod:`gateway_plugins.gim.mechanism`): what they add beyond the error texts overlaps by at least
    ``dedup_mechanism_overlap`` (IDF-weighted over the stored explanations), or their fixes' actions agree (act
-   on something in common: the same tool alone is not the same action).
+   on something in common: the same tool alone is not the same action, nor shared words for a package that one
+   fix moves up and the other down, or keeps below a version while the other installs it).
    Embeddings blur exactly these details and weigh most the words look-alike explanations share with their error,
    so rules 1-2 alone merged a fifth of unseen look-alike pairs; each contradiction is a veto, and none can cause
    a merge.

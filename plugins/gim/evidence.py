@@ -244,12 +244,14 @@ def _versioned_names(text: str) -> set[str]:
 
 
 def _working_version_direction(spec: str) -> str | None:
-    spec = spec.strip()
-    if spec.startswith((">=", ">", "~=")):
-        return UP
-    if spec.startswith(("<", "<=")):
-        return DOWN
-    return None
+    """``>=1.2`` reads as up, ``<2`` as down; a range with both bounds (``>=3.13,<4``) says where the working
+    versions lie, not which way the fix moves, so it has no direction (its fix's commands may have one)."""
+    bounds = [part.strip() for part in spec.split(",") if part.strip()]
+    lower = any(b.startswith((">=", ">", "~=")) for b in bounds)
+    upper = any(b.startswith(("<", "<=")) for b in bounds)
+    if lower == upper:
+        return None
+    return UP if lower else DOWN
 
 
 def extract_facts(error: str, root_cause: str, fix: FixBundle | None, *, extra_text: Iterable[str] = ()) -> Facts:

@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from gateway_plugins.gim.agreement import Conflict
 from gateway_plugins.gim.commands import REMOVED, action_objects, installs_extra
 from gateway_plugins.gim.models import FixBundle
-from gateway_plugins.gim.moves import Move, fix_moves, same_move
+from gateway_plugins.gim.moves import Move, fix_moves, moves_differ, removes_what_other_installs, same_move
 from gateway_plugins.gim.vocabulary import ExplanationVocabulary, explanation_terms
 
-__all__ = ["ReportTerms", "best_overlap", "mechanism_conflict", "overlap", "report_terms"]
+__all__ = ["ReportTerms", "best_overlap", "mechanism_conflict", "move_conflict", "overlap", "report_terms"]
 
 _SHOWN = 4
 """Distinguishing terms named per side in a conflict's detail (the heaviest)."""
@@ -67,9 +67,13 @@ class ReportTerms:
         """Whether the two fixes' actions agree: their shared command terms weigh at least one unseen term and
         they act on something in common (a shared tool or verb alone is not the same action), or they make the
         same move of one package (:func:`gateway_plugins.gim.moves.same_move`: the same way, to versions that
-        intersect), however differently it is written."""
+        intersect), however differently it is written. Shared words do not count when the fixes do different
+        things to a package both name (:func:`gateway_plugins.gim.moves.moves_differ`: up against down, a move
+        against a plain install, a removal against an install)."""
         if same_move(self.moves, other.moves):
             return True
+        if moves_differ(self.moves, other.moves):
+            return False  # shared words, different things done to one package
         shared = vocabulary.weight(self.actions & other.actions)
         return shared >= vocabulary.unseen and bool(self.objects & other.objects)
 
@@ -142,3 +146,11 @@ def mechanism_conflict(
         f"overlap {value:.2f} < {min_overlap:.2f}; submission adds {heaviest(only_mine)}; master adds "
         f"{heaviest(only_theirs)}",
     )
+
+
+def move_conflict(sub: ReportTerms, master: ReportTerms) -> Conflict | None:
+    """A veto: one fix removes a distribution that the other installs (an opposite swap, such as
+    ``opencv-python`` for ``opencv-python-headless`` against the reverse). ``master``: the terms of the master's
+    own report, which carry its fix's moves."""
+    swapped = removes_what_other_installs(sub.moves, master.moves)
+    return None if swapped is None else Conflict("move", f"{swapped}: removed by one fix, installed by the other")

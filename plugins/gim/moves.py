@@ -21,6 +21,12 @@ Two fixes make the same move when they move one package of the same variant the 
 allow intersect (a move without versions allows any). An upgrade never agrees with a downgrade, nor an install
 with a removal, nor ``<0.18`` with ``>=0.18.7``: opposite or disjoint moves are the signature of two look-alike
 causes (an SDK too old vs too new), which the direction veto (:mod:`gateway_plugins.gim.agreement`) also reads.
+
+Two fixes can also name one package and still do different things to it, which their shared command words hide
+(:func:`moves_differ`): one moves it up and the other down, one keeps it below a version and the other installs it
+plainly — "install the theme" against "keep the theme below 2" —, or one removes a distribution that the other
+installs (:func:`removes_what_other_installs`: ``opencv-python`` swapped for ``opencv-python-headless`` against the
+reverse swap).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from gateway_plugins.gim.commands import DOWN, UP, named_packages
 from gateway_plugins.gim.evidence import canonical_package
 from gateway_plugins.gim.models import FixBundle
 
-__all__ = ["INSTALL", "REMOVE", "Move", "fix_moves", "same_move"]
+__all__ = ["INSTALL", "REMOVE", "Move", "fix_moves", "moves_differ", "removes_what_other_installs", "same_move"]
 
 INSTALL, REMOVE = "install", "remove"
 _VARIANTS = ("headless", "gpu", "cpu", "binary", "contrib", "full")
@@ -166,3 +172,42 @@ def same_move(mine: Iterable[Move], theirs: Iterable[Move]) -> bool:
     """Whether the two fixes move one package the same way (:meth:`Move.agrees_with`)."""
     theirs = list(theirs)
     return any(m.agrees_with(t) for m in mine for t in theirs)
+
+
+def _by_distribution(moves: Iterable[Move]) -> dict[tuple[str, frozenset[str]], set[str]]:
+    out: dict[tuple[str, frozenset[str]], set[str]] = {}
+    for move in moves:
+        out.setdefault((move.package, move.variant), set()).add(move.kind)
+    return out
+
+
+def removes_what_other_installs(mine: Iterable[Move], theirs: Iterable[Move]) -> str | None:
+    """A distribution (package and variant) that one fix removes without installing it again and the other
+    installs or moves: the two fixes swap it opposite ways. ``None`` when there is none."""
+    a, b = _by_distribution(mine), _by_distribution(theirs)
+    for first, second in ((a, b), (b, a)):
+        for (package, variant), kinds in sorted(first.items(), key=lambda item: (item[0][0], sorted(item[0][1]))):
+            other = second.get((package, variant), set())
+            if kinds == {REMOVE} and other - {REMOVE}:
+                return "-".join([package, *sorted(variant)])
+    return None
+
+
+def moves_differ(mine: Iterable[Move], theirs: Iterable[Move]) -> bool:
+    """Whether the two fixes do different things to a distribution both name: up against down, a move down (an
+    upper bound, a downgrade) against a plain install, or a removal against an install
+    (:func:`removes_what_other_installs`). A plain install against an upgrade is not different: both get a
+    current release (a reworded fix often says ``pip install -U x`` for ``pip install x``)."""
+    mine, theirs = list(mine), list(theirs)
+    if removes_what_other_installs(mine, theirs) is not None:
+        return True
+    a, b = _by_distribution(mine), _by_distribution(theirs)
+    for key in set(a) & set(b):
+        directed_a, directed_b = a[key] & {UP, DOWN}, b[key] & {UP, DOWN}
+        if directed_a and directed_b and directed_a != directed_b:
+            return True
+        if (directed_a == {DOWN} and not directed_b and INSTALL in b[key]) or (
+            directed_b == {DOWN} and not directed_a and INSTALL in a[key]
+        ):
+            return True
+    return False

@@ -198,3 +198,69 @@ def test_a_missing_library_that_the_masters_fix_installs_is_no_failure_conflict(
         fix(("install", "apt-get install -y libaio1t64", "the asynchronous I/O library")),
     )
     assert checks(conflicts(aio, client)) == ["failure"]
+
+
+PYOPENSSL_CAUSE = (
+    "The installed pyOpenSSL predates the installed cryptography: it references OpenSSL bindings (X509_V_FLAG_CA, "
+    "X509_V_FLAG_NOTIFY_POLICY) that the newer cryptography no longer exports. Upgrade pyOpenSSL to a release "
+    "matching cryptography."
+)
+PYOPENSSL_FIX = fix(("upgrade", 'pip install -U "pyOpenSSL>=23.2.0"', "a pyOpenSSL built for the current bindings"))
+
+
+def test_a_value_of_a_family_the_master_lists_is_no_failure_conflict() -> None:
+    """``holdout5``'s miss: the master lists two flags of one family, the report fails on a third."""
+    master = extract_facts(
+        "AttributeError: module 'lib' has no attribute 'X509_V_FLAG_CA'", PYOPENSSL_CAUSE, PYOPENSSL_FIX
+    )
+    report = extract_facts(
+        "    CB_ISSUER_CHECK = _lib.X509_V_FLAG_CB_ISSUER_CHECK\n"
+        "AttributeError: module 'lib' has no attribute 'X509_V_FLAG_CB_ISSUER_CHECK'",
+        "pyOpenSSL is too old for the cryptography version beside it, so importing OpenSSL.crypto fails on a "
+        "missing lib attribute.",
+        PYOPENSSL_FIX,
+    )
+    assert conflicts(report, master) == []
+
+
+def test_a_value_outside_the_listed_family_still_conflicts() -> None:
+    """A family needs two shared leading parts and two listed members: one named value (``url_quote``) or a
+    library's name (``to_numpy_matrix`` and ``from_numpy_matrix`` share no leading part) lists none."""
+    master = extract_facts(
+        "AttributeError: module 'lib' has no attribute 'X509_V_FLAG_CA'", PYOPENSSL_CAUSE, PYOPENSSL_FIX
+    )
+    report = extract_facts(
+        "AttributeError: module 'lib' has no attribute 'X509_get_notAfter'",
+        "A stripped libcrypto build lacks X509_get_notAfter; rebuild cryptography against the system OpenSSL.",
+        fix(("command", "pip install --no-binary cryptography cryptography", "build against the system OpenSSL")),
+    )
+    assert "failure" in checks(conflicts(report, master))
+    cause = "NetworkX 3.0 removed to_numpy_matrix and from_numpy_matrix; use to_numpy_array / from_numpy_array."
+    nx_fix = fix(("downgrade", 'pip install "networkx<3.0"', "keep the matrix converters"))
+    nx_master = extract_facts("AttributeError: module 'networkx' has no attribute 'to_numpy_matrix'", cause, nx_fix)
+    renamed = extract_facts(
+        "AttributeError: module 'networkx' has no attribute 'from_pandas_dataframe'",
+        "from_pandas_dataframe was renamed from_pandas_edgelist in NetworkX 2.0.",
+        fix(("command", "use nx.from_pandas_edgelist", "the 2.0 name")),
+    )
+    assert "failure" in checks(conflicts(renamed, nx_master))
+
+
+def test_a_working_version_range_gives_no_direction() -> None:
+    """``holdout5``'s marshmallow master: ``pip install "marshmallow<4"`` with working versions ``>=3.13,<4``
+    moves marshmallow down only, so an upgrade of it is an opposite move."""
+    master = extract_facts(
+        "TypeError: Field.__init__() got an unexpected keyword argument 'missing'",
+        "marshmallow 4.0 removed the field arguments missing= and default=; pin marshmallow below 4.",
+        fix(("downgrade", 'pip install "marshmallow<4"', "keeps missing="), versions={"marshmallow": ">=3.13,<4"}),
+    )
+    assert master.directions["marshmallow"] == {"down"}
+    upgrade = extract_facts(
+        "TypeError: __init__() got an unexpected keyword argument 'load_default'",
+        "The schemas use load_default (added in marshmallow 3.13) but the environment has 3.10; upgrade marshmallow.",
+        fix(
+            ("upgrade", 'pip install -U "marshmallow>=3.13"', "introduced load_default"),
+            versions={"marshmallow": ">=3.13"},
+        ),
+    )
+    assert "direction" in checks(conflicts(upgrade, master))

@@ -9,7 +9,18 @@ import pytest
 
 from gateway_plugins.gim.commands import named_packages
 from gateway_plugins.gim.evidence import canonical_package
-from gateway_plugins.gim.moves import DOWN, INSTALL, REMOVE, UP, Move, fix_moves, same_move, specifier
+from gateway_plugins.gim.moves import (
+    DOWN,
+    INSTALL,
+    REMOVE,
+    UP,
+    Move,
+    fix_moves,
+    moves_differ,
+    removes_what_other_installs,
+    same_move,
+    specifier,
+)
 from tests.plugins.gim.test_dedup_evidence import fix
 
 
@@ -98,3 +109,55 @@ def test_the_action_type_gives_the_direction_a_bare_pin_leaves_open() -> None:
 def test_specifiers_of_each_manager(op: str, version: str, expected: str | None) -> None:
     found = specifier(op, version)
     assert (None if found is None else str(found)) == expected
+
+
+def test_a_range_with_both_bounds_has_no_direction_of_its_own() -> None:
+    """``"elasticsearch>=7,<8"`` says which versions, not which way: the action's type (a downgrade) decides."""
+    named = named_packages('pip install "elasticsearch>=7,<8"', canonical_package)
+    assert [(n.package, n.direction) for n in named] == [("elasticsearch", None)]
+    ranged = moves(("downgrade", 'pip install "elasticsearch>=7,<8"', "a client matching the 7.x server"))
+    pinned = moves(("downgrade", "pip install elasticsearch==7.17.9", "same major as the cluster"))
+    assert {m.kind for m in ranged} == {DOWN} and same_move(ranged, pinned)
+    assert [n.direction for n in named_packages('pip install "requests>=2.31"', canonical_package)] == [UP]
+    assert [n.direction for n in named_packages('pip install "requests<2.32"', canonical_package)] == [DOWN]
+
+
+MARSHMALLOW_DOWN = moves(
+    ("downgrade", 'pip install "marshmallow<4"', "keeps the missing=/default= arguments"),
+    working={"marshmallow": ">=3.13,<4"},
+)
+
+
+def test_fixes_doing_different_things_to_one_package_differ() -> None:
+    """``holdout5``'s own-fix look-alikes: up against down, a downgrade against a plain install, opposite swaps."""
+    up = moves(("upgrade", 'pip install -U "marshmallow>=3.13"', "the release that introduced load_default"))
+    assert moves_differ(up, MARSHMALLOW_DOWN) and moves_differ(MARSHMALLOW_DOWN, up)
+    theme = moves(("install", "pip install sphinx-rtd-theme", "the theme conf.py names"))
+    older = moves(("downgrade", 'pip install "sphinx-rtd-theme<2"', "a theme release for Sphinx 4"))
+    assert moves_differ(older, theme) and moves_differ(theme, older)
+    headless = moves(
+        ("command", "pip uninstall -y opencv-python", "drop the GUI build"),
+        ("install", "pip install opencv-python-headless", "the wheel without GUI dependencies"),
+    )
+    full = moves(
+        ("command", "pip uninstall -y opencv-python-headless", "remove the build without GUI support"),
+        ("install", "pip install opencv-python", "the wheel with the highgui backend"),
+    )
+    assert removes_what_other_installs(headless, full) == "cv2"
+    assert moves_differ(headless, full)
+
+
+def test_rewordings_of_one_fix_do_not_differ() -> None:
+    """An upgrade is what a plain install does too (both get a current release); a removal followed by a
+    reinstall of the same distribution is no swap; the same downgrade under two spellings agrees."""
+    theme = moves(("install", "pip install sphinx-rtd-theme", "the theme conf.py names"))
+    newest = moves(("upgrade", "pip install -U sphinx-rtd-theme", "the current theme"))
+    assert not moves_differ(newest, theme) and not moves_differ(theme, newest)
+    rebuilt = moves(
+        ("command", "pip uninstall -y pycurl", "remove the wheel built against the other SSL library"),
+        ("install", "PYCURL_SSL_LIBRARY=openssl pip install --no-cache-dir --compile pycurl", "rebuild for OpenSSL"),
+    )
+    plain = moves(("install", "pip install pycurl", "reinstall"))
+    assert removes_what_other_installs(rebuilt, plain) is None and not moves_differ(rebuilt, plain)
+    conda = moves(("downgrade", 'conda install "marshmallow=3.20"', "stay on 3.x"))
+    assert not moves_differ(conda, MARSHMALLOW_DOWN)
