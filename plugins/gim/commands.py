@@ -31,6 +31,7 @@ __all__ = [
     "command_packages",
     "installs_extra",
     "named_packages",
+    "specifier_direction",
     "system_package",
 ]
 
@@ -95,12 +96,18 @@ class Named:
             return UP
         if op is None or op in ("@", "=") or not version:
             return None
-        bounds = [op + version.split(",")[0], *version.split(",")[1:]]
-        lower = any(b.strip().startswith((">=", ">", "~=")) for b in bounds)
-        upper = any(b.strip().startswith(("<", "<=")) for b in bounds)
-        if lower == upper:
-            return None
-        return UP if lower else DOWN
+        return specifier_direction(op + version)
+
+
+def specifier_direction(spec: str) -> str | None:
+    """``up`` for a lower bound (``>=1.2``), ``down`` for an upper bound (``<2``); ``None`` for a range with both
+    (``>=3.13,<4`` says where the working versions lie, not which way a fix moves) or for neither."""
+    bounds = [part.strip() for part in spec.split(",")]
+    lower = any(b.startswith((">=", ">", "~=")) for b in bounds)
+    upper = any(b.startswith(("<", "<=")) for b in bounds)
+    if lower == upper:
+        return None
+    return UP if lower else DOWN
 
 
 def named_packages(command: str, canonical: Callable[[str], str | None]) -> list[Named]:

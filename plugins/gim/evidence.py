@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from gateway_plugins.gim.commands import DOWN, UP, command_packages
+from gateway_plugins.gim.commands import DOWN, UP, command_packages, specifier_direction
 from gateway_plugins.gim.models import FixBundle
 from gateway_plugins.gim.signatures import ErrorSignature, normalise_error
 
@@ -243,17 +243,6 @@ def _versioned_names(text: str) -> set[str]:
     return out
 
 
-def _working_version_direction(spec: str) -> str | None:
-    """``>=1.2`` reads as up, ``<2`` as down; a range with both bounds (``>=3.13,<4``) says where the working
-    versions lie, not which way the fix moves, so it has no direction (its fix's commands may have one)."""
-    bounds = [part.strip() for part in spec.split(",") if part.strip()]
-    lower = any(b.startswith((">=", ">", "~=")) for b in bounds)
-    upper = any(b.startswith(("<", "<=")) for b in bounds)
-    if lower == upper:
-        return None
-    return UP if lower else DOWN
-
-
 def extract_facts(error: str, root_cause: str, fix: FixBundle | None, *, extra_text: Iterable[str] = ()) -> Facts:
     """The facts of one report: its error (raw or normalised), root cause and fix. ``extra_text`` adds to what the
     report *mentions* (other texts stored with it)."""
@@ -275,7 +264,7 @@ def extract_facts(error: str, root_cause: str, fix: FixBundle | None, *, extra_t
             package = canonical_package(name)
             if package is not None:
                 subjects.add(package)
-                direction = _working_version_direction(spec)
+                direction = specifier_direction(spec)  # its fix's commands may give one
                 if direction is not None:
                     moves.append((package, direction))
         if fix.code_fix:
