@@ -8,10 +8,10 @@ connection alive with pings). Cancelling is closing the connection.
 
 The SDK's client does the same through a general machinery (message streams, a dispatcher task, per-message
 validation) that costs about five times the CPU of the exchange itself, in a process that exists to forward
-calls. So the most frequent request, a tool call that asked for no progress, goes straight over ``aiohttp``;
-everything else (the handshake era, progress, listings, resources, prompts) stays with the SDK's client
-(:mod:`gateway.mcp_adapter`, which also supplies the envelope and the ``Mcp-Param-*`` headers: the protocol's
-rules stay in the SDK).
+calls. So the most frequent request, a tool call that asked for no progress, goes straight over the gateway's small
+HTTP/1.1 client (:mod:`gateway.http_client`); everything else (the handshake era, progress, listings, resources,
+prompts) stays with the SDK's client (:mod:`gateway.mcp_adapter`, which also supplies the envelope and the
+``Mcp-Param-*`` headers: the protocol's rules stay in the SDK).
 """
 
 from __future__ import annotations
@@ -20,13 +20,11 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import aiohttp
-import anyio
 import orjson
-from aiohttp.helpers import get_env_proxy_for_url
-from yarl import URL
 
+from gateway import __version__
 from gateway.api.upstream import UpstreamConnectionLost, UpstreamRequestFailed
+from gateway.http_client import HttpClient, Response
 
 __all__ = ["DirectCalls"]
 
@@ -35,7 +33,7 @@ RoutingHeaders = Callable[[str, Mapping[str, Any]], dict[str, str]]
 
 
 class DirectCalls:
-    """``tools/call`` POSTs to one upstream over a pooled ``aiohttp`` session (open with :meth:`start`)."""
+    """``tools/call`` POSTs to one upstream over pooled keep-alive connections (open with :meth:`start`)."""
 
     def __init__(
         self,
@@ -59,20 +57,16 @@ class DirectCalls:
         self._routing = routing
         self._max_event_bytes = max_event_bytes
         self._ids = itertools.count(1)
-        self._http: aiohttp.ClientSession | None = None
-        self._proxy: dict[str, Any] = {}
+        self._http: HttpClient | None = None
 
     async def start(self) -> None:
-        timeout = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=300.0)
-        # Proxies from the environment (HTTP(S)_PROXY, NO_PROXY) apply as they do to the SDK's client on the other
-        # exchanges. They are looked up once, here: with trust_env, aiohttp would look them (and ~/.netrc) up on a
-        # worker thread for every request, two thread hand-offs per call.
-        self._proxy = await anyio.to_thread.run_sync(_env_proxy, self._url)
-        self._http = aiohttp.ClientSession(timeout=timeout, raise_for_status=False, trust_env=False)
+        """Read the proxy settings (``HTTP(S)_PROXY``, ``NO_PROXY``: as the SDK's client on the other exchanges).
+        Reading the answer has no timeout of its own: the caller bounds each call."""
+        self._http = HttpClient(self._url, user_agent=f"mcp-gateway/{__version__}")
 
     async def aclose(self) -> None:
         if self._http is not None:
-            await self._http.close()
+            await self._http.aclose()
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """The ``tools/call`` result as wire JSON; raises the errors of :mod:`gateway.api.upstream`."""
@@ -86,21 +80,21 @@ class DirectCalls:
         }
         headers = {**self._headers, **self._routing(name, arguments)}
         try:
-            async with self._http.post(self._url, data=orjson.dumps(body), headers=headers, **self._proxy) as response:
-                kind = response.headers.get("Content-Type", "").lower()
+            async with self._http.post(headers, orjson.dumps(body)) as response:
+                kind = response.headers.get("content-type", "").lower()
                 if kind.startswith("text/event-stream") and response.status < 300:
                     return _answer(await self._from_events(response, request_id), response.status)
                 raw = await response.read()
                 return _answer(_decode(raw, kind, response.status), response.status)
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as exc:
+        except OSError as exc:
             raise UpstreamConnectionLost(f"the connection ended: {exc or type(exc).__name__}") from exc
 
-    async def _from_events(self, response: aiohttp.ClientResponse, request_id: int) -> Any:
+    async def _from_events(self, response: Response, request_id: int) -> Any:
         """The response among the stream's events (notifications before it are not asked for: dropped)."""
         data: list[bytes] = []
         size = 0
         pending = b""
-        async for chunk in response.content.iter_any():
+        async for chunk in response.chunks():
             pending += chunk
             *lines, pending = pending.split(b"\n")
             for line in lines:
@@ -115,19 +109,11 @@ class DirectCalls:
                     message = _json(b"\n".join(data))
                     data, size = [], 0
                     if isinstance(message, dict) and message.get("id") == request_id:
+                        response.done()  # the server ends the stream next: the connection stays in the pool
                         return message
             if len(pending) > self._max_event_bytes:
                 raise UpstreamRequestFailed(f"an event of the answer exceeds {self._max_event_bytes} bytes")
         raise UpstreamConnectionLost("the server closed the answer's event stream before answering")
-
-
-def _env_proxy(url: str) -> dict[str, Any]:
-    """``proxy``/``proxy_auth`` for requests to ``url`` from the environment, as aiohttp's ``trust_env`` reads them."""
-    try:
-        proxy, auth = get_env_proxy_for_url(URL(url))
-    except LookupError:  # none set, or NO_PROXY exempts the host
-        return {}
-    return {"proxy": proxy, "proxy_auth": auth}
 
 
 def _json(raw: bytes) -> Any:
