@@ -229,11 +229,6 @@ class HttpClient:
         self._idle: list[_Connection] = []
         self._closed = False
 
-    @property
-    def target(self) -> str:
-        """The request target for ``url`` (its path, or the whole URL through a plain-HTTP proxy)."""
-        return self._route.target
-
     @asynccontextmanager
     async def post(self, headers: Mapping[str, str], body: bytes) -> AsyncIterator[Response]:
         """POST ``body`` to the URL's target; the response, from its status line on. Leaving before the body's end
