@@ -12,7 +12,11 @@ Workloads: the remote tool ``pause(ms)`` answers after ``ms`` milliseconds of wa
 an API or a database spends); 0 ms measures pure protocol overhead, the worst case. ``--concurrency`` runs that many
 callers at once on each side.
 
+``--transport stdio`` puts every hop on stdio instead: the client starts the gateway (which starts the server as a
+stdio upstream) on one side and the server itself on the other.
+
     python bench/federation_overhead.py [--calls 200] [--rounds 5] [--work-ms 0 10 50 100] [--concurrency 1 8]
+        [--transport http|stdio]
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from pathlib import Path
 
 import anyio
 import httpx
-from mcp import Client
+from mcp import Client, StdioServerParameters, stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -120,7 +124,77 @@ async def _measure(gateway: Side, direct: Side, ms: float, concurrency: int, cal
     )
 
 
+def _descendants(pid: int) -> list[int]:
+    """Processes below ``pid``, oldest first (read from ``/proc``)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            continue
+    found, frontier = [], [pid]
+    while frontier:
+        children = sorted(child for child, parent in parents.items() if parent in frontier)
+        found += children
+        frontier = children
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+STDIO_REMOTE = """
+[[plugins.remote.servers]]
+name = "py"
+command = ["{python}", "{server}", "stdio", "{state}"]
+prefix = "py_"
+max_concurrency = 64
+start = "eager"
+"""
+
+
+async def _stdio_results(args: argparse.Namespace, tmp: str) -> list[Result]:
+    """Both sides over stdio: the client starts the gateway (which starts the server) or the server itself."""
+    states = [Path(tmp) / "state-via", Path(tmp) / "state-direct"]
+    for state in states:
+        state.mkdir()
+    config = Path(tmp) / "gateway.toml"
+    remote = STDIO_REMOTE.format(python=sys.executable, server=PY_SERVER, state=states[0])
+    config.write_text(pipeline_config(Path(tmp) / "data", "remote", "py_pause", remote))
+    gateway = StdioServerParameters(
+        command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config)], cwd=str(ROOT)
+    )
+    server = StdioServerParameters(command=sys.executable, args=[str(PY_SERVER), "stdio", str(states[1])])
+    with open(os.devnull, "w") as quiet:  # the JSON log lines go where a log file would
+        async with (
+            Client(stdio_client(gateway, errlog=quiet), mode=args.mode) as through,  # type: ignore[arg-type]
+            Client(server, mode=args.mode) as straight,
+        ):
+            mine = _descendants(os.getpid())
+            upstreams = [p for p in mine if f"py_server.py stdio {states[0]}" in _cmdline(p)]
+            pids = {
+                "gateway": next(p for p in mine if str(config) in _cmdline(p)),
+                "upstream": upstreams[-1],  # the server, below the gateway's launcher
+                "direct": next(p for p in mine if str(states[1]) in _cmdline(p)),
+            }
+            via = Side(through, "py_pause", {"client": None, "gateway": pids["gateway"], "upstream": pids["upstream"]})
+            direct = Side(straight, "pause", {"client": None, "upstream": pids["direct"]})
+            return [
+                await _measure(via, direct, ms, concurrency, args.calls, args.rounds)
+                for concurrency in args.concurrency
+                for ms in args.work_ms
+            ]
+
+
 async def main(args: argparse.Namespace) -> None:
+    if args.transport == "stdio":
+        with tempfile.TemporaryDirectory() as tmp:
+            _print(args, await _stdio_results(args, tmp))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         upstream_port, gateway_port = free_port(), free_port()
         upstream_url = f"http://127.0.0.1:{upstream_port}/mcp"
@@ -160,6 +234,11 @@ async def main(args: argparse.Namespace) -> None:
             for proc in reversed(procs):
                 proc.terminate()
                 proc.wait(15)
+    _print(args, results)
+
+
+def _print(args: argparse.Namespace, results: list[Result]) -> None:
+    print(f"transport: {args.transport} (client to gateway, gateway to server, client to server)")
     print(f"client protocol mode: {args.mode}; {args.rounds} rounds of {args.calls} calls a side, chunks of {CHUNK}")
     print(f"load average (1 min) after the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(
@@ -181,6 +260,7 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--work-ms", type=float, nargs="+", default=[0.0, 10.0, 50.0, 100.0])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--transport", choices=["http", "stdio"], default="http", help="every hop's transport")
     parser.add_argument("--mode", default="auto", help="the client's protocol mode: auto (2026-07-28) or legacy")
     parser.add_argument(
         "--json-response", action="store_true", help="the gateway answers with JSON bodies instead of SSE streams"

@@ -69,21 +69,26 @@ class Wire(Protocol):
 
 
 class EofWatch:
-    """A transport's read stream that reports its end (the server process exited, the connection dropped)."""
+    """A transport's read stream that reports its end (the server process exited, the connection dropped) and,
+    given ``divert``, withholds from its reader the items ``divert`` takes (answers to requests sent around it)."""
 
-    def __init__(self, inner: Any, on_eof: Callable[[], None]) -> None:
+    def __init__(self, inner: Any, on_eof: Callable[[], None], divert: Callable[[Any], bool] | None = None) -> None:
         self._inner = inner
         self._on_eof = on_eof
+        self._divert = divert
 
     def __getattr__(self, name: str) -> Any:  # ``last_context`` and whatever else a reader looks for
         return getattr(self._inner, name)
 
     async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_eof()
-            raise
+        while True:
+            try:
+                item = await self._inner.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                self._on_eof()
+                raise
+            if self._divert is None or not self._divert(item):
+                return item
 
     def __aiter__(self) -> EofWatch:
         return self

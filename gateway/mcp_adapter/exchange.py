@@ -1,4 +1,4 @@
-"""The SDK's rules for the gateway's direct answer to a 2026-07-28 ``tools/call`` over HTTP
+"""The SDK's rules for the gateway's direct answer to a 2026-07-28 ``tools/call`` over HTTP and stdio
 (:class:`gateway.http_fastcall.Exchange`), and the call itself, shared with the SDK server's handler."""
 
 from __future__ import annotations
@@ -53,9 +53,38 @@ async def run_call(
     return _tool_result(outcome)
 
 
+def _plain_call(message: Any) -> bool:
+    """A JSON-RPC ``tools/call`` request that asked for no progress and no log messages."""
+    params = message.get("params")
+    rpc_id = message.get("id")
+    return (
+        message.get("jsonrpc") == "2.0"
+        and message.get("method") == "tools/call"
+        and isinstance(rpc_id, str | int)
+        and not isinstance(rpc_id, bool)
+        and isinstance(params, dict)
+        and isinstance(meta := params.get("_meta"), dict)
+        and meta.get("progressToken") is None
+        and mt.LOG_LEVEL_META_KEY not in meta
+    )
+
+
+def _valid_call(message: dict[str, Any], headers: Mapping[str, str] | None) -> str | None:
+    """The protocol version of a call the SDK would accept as it stands (envelope ladder, params), else None."""
+    verdict = classify_inbound_request(message, headers=headers)
+    if isinstance(verdict, InboundLadderRejection):
+        return None
+    try:
+        request_methods.validate_client_request("tools/call", verdict.protocol_version, message["params"])
+    except ValidationError:
+        return None
+    return verdict.protocol_version
+
+
 class ModernCallExchange:
-    """The SDK's rules for a 2026-07-28 ``tools/call`` exchange, for :class:`gateway.http_fastcall.FastToolCalls`:
-    it admits only what the SDK's own entry would serve the same way, and answers as that entry does."""
+    """The SDK's rules for a 2026-07-28 ``tools/call`` exchange, for :class:`gateway.http_fastcall.FastToolCalls`
+    and :class:`gateway.stdio_fastcall.FastStdioCalls`: it admits only what the SDK's own entry would serve the same
+    way, and answers as that entry does."""
 
     def __init__(self, server: Server[Any], runtime: GatewayRuntime, *, json_response: bool) -> None:
         self._server = server
@@ -63,39 +92,51 @@ class ModernCallExchange:
         self._json_response = json_response
 
     def admit(self, scope: Any, headers: Mapping[str, str], message: Any) -> Admitted | None:
-        params = message.get("params")
-        rpc_id = message.get("id")
-        if (
-            message.get("method") != "tools/call"
-            or not isinstance(rpc_id, str | int)
-            or isinstance(rpc_id, bool)
-            or not isinstance(params, dict)
-            or not isinstance(meta := params.get("_meta"), dict)
-            or meta.get("progressToken") is not None
-            or mt.LOG_LEVEL_META_KEY in meta
-            or not headers.get("content-type", "").lower().startswith("application/json")
-        ):
+        if not _plain_call(message) or not headers.get("content-type", "").lower().startswith("application/json"):
             return None
         request = Request(scope)
         if find_duplicated_routing_header(request.headers.items()) is not None:  # the raw list: repeats show
             return None
         has_json, has_sse = check_accept_headers(request)
-        verdict = classify_inbound_request(message, headers=headers)
-        if not has_json or not (self._json_response or has_sse) or isinstance(verdict, InboundLadderRejection):
+        if not has_json or not (self._json_response or has_sse):
             return None
-        try:
-            request_methods.validate_client_request("tools/call", verdict.protocol_version, params)
-        except ValidationError:
+        version = _valid_call(message, headers)
+        if version is None:
             return None
+        params = message["params"]
         name, arguments = params["name"], params.get("arguments")
         schema = getattr(self._runtime.tools.get(name), "input_schema", None)
         if schema is not None and validate_mcp_param_headers(schema, arguments or {}, headers) is not None:
             return None
         sse = has_sse and not self._json_response
-        return Admitted(rpc_id, name, arguments, sse=sse, version=verdict.protocol_version)
+        return Admitted(message["id"], name, arguments, sse=sse, version=version)
 
-    async def call(self, runtime: GatewayRuntime, principal: Principal, headers: dict[str, str], call: Admitted) -> Any:
-        context = runtime.new_context(principal=principal, transport="http", headers=headers)
+    def admit_message(self, message: dict[str, Any]) -> Admitted | None:
+        if not _plain_call(message) or (version := _valid_call(message, None)) is None:
+            return None
+        params = message["params"]
+        return Admitted(message["id"], params["name"], params.get("arguments"), sse=False, version=version)
+
+    def opens_modern(self, message: dict[str, Any]) -> bool | None:
+        try:  # as the SDK's stdio reader reads it: only a valid request decides
+            request = mt.jsonrpc_message_adapter.validate_python(message, by_name=False)
+        except ValidationError:
+            return None
+        if not isinstance(request, mt.JSONRPCRequest):
+            return None
+        meta = (request.params or {}).get("_meta")
+        return request.method != "initialize" and isinstance(meta, dict) and mt.PROTOCOL_VERSION_META_KEY in meta
+
+    async def call(
+        self,
+        runtime: GatewayRuntime,
+        principal: Principal,
+        headers: dict[str, str],
+        call: Admitted,
+        *,
+        transport: str = "http",
+    ) -> Any:
+        context = runtime.new_context(principal=principal, transport=transport, headers=headers)
         return await run_call(runtime, call.name, call.arguments, context)
 
     def answer(self, call: Admitted, result: dict[str, Any]) -> bytes:

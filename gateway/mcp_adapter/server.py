@@ -36,7 +36,8 @@ from gateway.mcp_adapter.sdk import (
 )
 from gateway.request_context import Peers, call_context, principal_of
 from gateway.runtime import GatewayRuntime, ServedTool
-from gateway.stdio_pipes import LineSource, stdio_pipes
+from gateway.stdio_fastcall import FastStdioCalls
+from gateway.stdio_pipes import LineSource, PipeWriter, stdio_pipes
 
 INVALID_PARAMS = mt.INVALID_PARAMS
 _LIST_CHANGED = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
@@ -151,11 +152,16 @@ def build_server(runtime: GatewayRuntime, *, in_process: bool = False) -> Server
 async def serve_stdio(runtime: GatewayRuntime) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes the stream (or the task is cancelled)."""
     server = build_server(runtime)
-    async with stdio_pipes() as (lines, sink):
-        checked = CheckedLines(lines)
+    exchange = ModernCallExchange(server, runtime, json_response=True)
+    async with stdio_pipes() as (lines, sink), anyio.create_task_group() as calls:
+        # Direct answers need the pipe writer (whole lines on the event loop, which the SDK's writer shares); a
+        # regular file written through a worker thread gets the SDK's answers only.
+        fast = FastStdioCalls(runtime, exchange, sink, calls) if isinstance(sink, PipeWriter) else None
+        checked = CheckedLines(lines, fast)
         async with stdio_server(checked, sink) as (read_stream, write_stream):  # type: ignore[arg-type]
             checked.answer_through(write_stream)
             await server.run(read_stream, write_stream, server.create_initialization_options())
+        calls.cancel_scope.cancel()
 
 
 class CheckedLines:
@@ -165,11 +171,12 @@ class CheckedLines:
     line waits forever. Here a line that is not JSON is answered with a parse error (``-32700``, id ``null``), and
     a JSON value that is not a JSON-RPC message with an invalid-request error (``-32600``, with the id it carries
     when it has one), written through the SDK's own write stream so they never interleave with its output. Blank
-    lines are skipped.
+    lines are skipped. Lines that ``fast`` takes (2026-07-28 tool calls it answers itself) never reach the SDK.
     """
 
-    def __init__(self, lines: LineSource) -> None:
+    def __init__(self, lines: LineSource, fast: FastStdioCalls | None = None) -> None:
         self._lines = aiter(lines)
+        self._fast = fast
         self._answers: Any = None
         self._ready = anyio.Event()
 
@@ -184,7 +191,7 @@ class CheckedLines:
     async def __anext__(self) -> str:
         while True:
             line = await anext(self._lines)
-            if not line.strip():
+            if not line.strip() or (self._fast is not None and self._fast.take(line)):
                 continue
             refusal = line_error(line)
             if refusal is None:

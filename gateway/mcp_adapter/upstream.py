@@ -1,12 +1,13 @@
 """The SDK half of an upstream session (:class:`gateway.upstream_session.Wire`): the transport and the SDK's
-``Client`` for the handshake, listings, resources, prompts and calls with progress; 2026-07-28 tool calls without
-progress over HTTP go through :class:`gateway.upstream_http.DirectCalls` with the envelope the SDK defines."""
+``Client`` for the handshake, listings, resources, prompts and calls with progress. Tool calls without progress
+skip the client: over HTTP (2026-07-28) through :class:`gateway.upstream_http.DirectCalls`, over stdio (both eras)
+through :class:`gateway.mcp_adapter.stdio_calls.StdioCalls`, with the envelope the SDK defines."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from pydantic import ValidationError
@@ -39,6 +40,7 @@ from gateway.mcp_adapter.sdk import (
     streamable_http_client,
     x_mcp_header_map,
 )
+from gateway.mcp_adapter.stdio_calls import StdioCalls, claiming
 from gateway.upstream_http import DirectCalls
 from gateway.upstream_process import launcher_argv
 from gateway.upstream_session import watched
@@ -64,6 +66,19 @@ def _checked_tool_result(answer: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+class _ToolCalls(Protocol):
+    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+def _envelope(version: str) -> dict[str, Any]:
+    """``params._meta`` of a 2026-07-28 request from this client, as the SDK's client stamps it."""
+    return {
+        mt.PROTOCOL_VERSION_META_KEY: version,
+        mt.CLIENT_INFO_META_KEY: _CLIENT_INFO.model_dump(mode="json", exclude_none=True),
+        mt.CLIENT_CAPABILITIES_META_KEY: {},  # as this client's: no sampling, elicitation or roots
+    }
+
+
 class SdkWire:
     """The SDK half of an upstream session (:class:`gateway.upstream_session.Wire`): the transport, the SDK's
     ``Client``, and requests answered as MCP wire JSON."""
@@ -71,7 +86,8 @@ class SdkWire:
     def __init__(self) -> None:
         self._client: Any = None
         self._expired = False
-        self._direct: DirectCalls | None = None
+        self._direct: _ToolCalls | None = None
+        self._stdio: StdioCalls | None = None
         self._header_maps: dict[str, dict[tuple[str, ...], str]] = {}
         self.offers: frozenset[ListKind] = frozenset()
 
@@ -102,7 +118,7 @@ class SdkWire:
         else:
             executable, args = launcher_argv(target.command)
             params = StdioServerParameters(command=executable, args=args, env=dict(target.env), cwd=target.cwd)
-            transport, mode = stdio_client(params, errlog=stderr), "auto"
+            transport, mode = claiming(stdio_client(params, errlog=stderr), self._use_stdio_calls), "auto"
 
         async def on_message(message: Any) -> None:
             if (kind := _KINDS.get(type(message))) is not None:
@@ -115,17 +131,19 @@ class SdkWire:
         caps = client.server_capabilities
         offered: dict[ListKind, Any] = {"tools": caps.tools, "resources": caps.resources, "prompts": caps.prompts}
         self.offers = frozenset(kind for kind, cap in offered.items() if cap is not None)
-        if isinstance(target, HttpTarget) and client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if isinstance(target, HttpTarget) and modern:
             self._direct = await self._direct_calls(stack, target, client.protocol_version)
+        elif self._stdio is not None:
+            self._stdio.use_envelope(_envelope(client.protocol_version) if modern else None)
+            self._direct = self._stdio
+
+    def _use_stdio_calls(self, calls: StdioCalls) -> None:
+        self._stdio = calls
 
     async def _direct_calls(self, stack: AsyncExitStack, target: HttpTarget, version: str) -> DirectCalls:
         """Tool calls without progress go over :class:`DirectCalls`, with the envelope and headers the SDK's
         client would send."""
-        meta = {
-            mt.PROTOCOL_VERSION_META_KEY: version,
-            mt.CLIENT_INFO_META_KEY: _CLIENT_INFO.model_dump(mode="json", exclude_none=True),
-            mt.CLIENT_CAPABILITIES_META_KEY: {},  # as this client's: no sampling, elicitation or roots
-        }
 
         def routing(name: str, arguments: Mapping[str, Any]) -> dict[str, str]:
             headers = mcp_param_headers(self._header_maps.get(name, {}), arguments)
@@ -135,7 +153,7 @@ class SdkWire:
             target.url,
             target.headers,
             protocol_version=version,
-            meta=meta,
+            meta=_envelope(version),
             routing=routing,
             max_event_bytes=DEFAULT_MAX_SSE_EVENT_SIZE,
         )
