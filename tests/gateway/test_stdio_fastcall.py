@@ -10,6 +10,7 @@ answered, here and, for a remote tool, upstream.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -181,3 +182,27 @@ def test_a_cancelled_remote_call_is_cancelled_upstream(tmp_path: Path) -> None:
     finally:
         peer.stop(signal.SIGTERM)
     assert answer["id"] == 3 and answer["result"]["structuredContent"] == {"result": "after"}
+
+
+@pytest.mark.slow
+def test_a_remote_server_killed_mid_call_is_a_structured_error_then_restarts(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    server = py_stdio_server(state, restart_backoff_seconds=0.2)
+    config = write_toml(tmp_path / "gateway.toml", remote_config(tmp_path, [server]))
+    peer = StdioPeer(config)
+    try:
+        peer.send(_call(1, "py_pid", {}))  # opens a 2026-07-28 connection (the SDK answers this one)
+        first = int(_receive(peer, 1)["result"]["structuredContent"]["result"])
+        peer.send(_call(2, "py_pid", {}))
+        assert int(_receive(peer, 2)["result"]["structuredContent"]["result"]) == first
+        peer.send(_call(3, "py_slow", {"seconds": 30, "steps": 2}))
+        time.sleep(1.0)
+        os.kill(first, signal.SIGKILL)
+        killed = _receive(peer, 3)["result"]
+        peer.send(_call(4, "py_pid", {}))
+        after = int(_receive(peer, 4)["result"]["structuredContent"]["result"])
+    finally:
+        peer.stop(signal.SIGTERM)
+    error = json.loads(killed["content"][0]["text"])["error"]
+    assert killed["isError"] and error["code"] == "upstream_unavailable" and error["details"]["upstream"] == "py"
+    assert after != first  # a new server process answered
