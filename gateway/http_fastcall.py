@@ -28,7 +28,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.api.context import Principal
 from gateway.asgi_body import buffered
-from gateway.runtime import GatewayRuntime
 
 __all__ = ["Admitted", "Exchange", "FastToolCalls"]
 
@@ -70,25 +69,17 @@ class Exchange(Protocol):
     def failure(self, request_id: str | int, exc: Exception) -> tuple[int, bytes]:
         """The HTTP status and JSON-RPC error answering a call that raised ``exc``."""
 
-    async def call(
-        self,
-        runtime: GatewayRuntime,
-        principal: Principal,
-        headers: dict[str, str],
-        call: Admitted,
-        *,
-        transport: str = "http",
-    ) -> Any:
-        """Run the call through the runtime; the tool result as wire JSON."""
+    async def call(self, call: Admitted, principal: Principal, headers: dict[str, str], transport: str) -> Any:
+        """Run the call through the runtime for ``principal``, as arrived over ``transport`` (``http``, ``stdio``)
+        with ``headers``; the tool result as wire JSON."""
 
 
 class FastToolCalls:
-    """ASGI middleware: modern ``tools/call`` POSTs on ``path`` answered by ``exchange`` and ``runtime``."""
+    """ASGI middleware: modern ``tools/call`` POSTs on ``path`` answered by ``exchange`` (and its runtime)."""
 
     def __init__(
         self,
         app: ASGIApp,
-        runtime: GatewayRuntime,
         exchange: Exchange,
         *,
         path: str,
@@ -97,7 +88,6 @@ class FastToolCalls:
     ) -> None:
         self.app = app
         self.ping_after = ping_after
-        self.runtime = runtime
         self.exchange = exchange
         self.path = path
         self.modern = modern
@@ -137,7 +127,7 @@ class FastToolCalls:
         with anyio.CancelScope() as scope:
             reply.watch(receive, scope)
             try:
-                result = await self.exchange.call(self.runtime, principal, headers, call)
+                result = await self.exchange.call(call, principal, headers, "http")
             except Exception as exc:
                 status, payload = self.exchange.failure(call.request_id, exc)
             else:

@@ -77,7 +77,7 @@ class FastStdioCalls:
         try:
             with scope:
                 try:
-                    result = await self._exchange.call(self._runtime, principal, {}, call, transport="stdio")
+                    result = await self._exchange.call(call, principal, {}, "stdio")
                 except Exception as exc:
                     payload = self._exchange.failure(call.request_id, exc)[1]
                 else:

@@ -127,17 +127,9 @@ class ModernCallExchange:
         meta = (request.params or {}).get("_meta")
         return request.method != "initialize" and isinstance(meta, dict) and mt.PROTOCOL_VERSION_META_KEY in meta
 
-    async def call(
-        self,
-        runtime: GatewayRuntime,
-        principal: Principal,
-        headers: dict[str, str],
-        call: Admitted,
-        *,
-        transport: str = "http",
-    ) -> Any:
-        context = runtime.new_context(principal=principal, transport=transport, headers=headers)
-        return await run_call(runtime, call.name, call.arguments, context)
+    async def call(self, call: Admitted, principal: Principal, headers: dict[str, str], transport: str) -> Any:
+        context = self._runtime.new_context(principal=principal, transport=transport, headers=headers)
+        return await run_call(self._runtime, call.name, call.arguments, context)
 
     def answer(self, call: Admitted, result: dict[str, Any]) -> bytes:
         request_id = call.request_id

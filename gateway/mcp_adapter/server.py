@@ -277,7 +277,7 @@ def http_app(
         custom_starlette_routes=list(routes),
     )
     exchange = ModernCallExchange(server, runtime, json_response=json_response)
-    return FastToolCalls(app, runtime, exchange, path=path, modern=frozenset(MODERN_PROTOCOL_VERSIONS))
+    return FastToolCalls(app, exchange, path=path, modern=frozenset(MODERN_PROTOCOL_VERSIONS))
 
 
 @asynccontextmanager

@@ -93,7 +93,7 @@ class _Recorder:
 async def _front(runtime: Any, recorder: _Recorder, *, json_response: bool = False, ping_after: float = 15.0) -> Any:
     server = mcp_adapter.build_server(runtime)
     exchange = mcp_adapter.ModernCallExchange(server, runtime, json_response=json_response)
-    fast = FastToolCalls(recorder, runtime, exchange, path="/mcp", modern=frozenset({VERSION}), ping_after=ping_after)
+    fast = FastToolCalls(recorder, exchange, path="/mcp", modern=frozenset({VERSION}), ping_after=ping_after)
 
     async def with_principal(scope: Any, receive: Any, send: Any) -> None:  # what the security middleware sets
         scope.setdefault("state", {})["principal"] = runtime.default_principal
