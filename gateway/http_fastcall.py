@@ -55,14 +55,6 @@ class Exchange(Protocol):
         """The call when it is a well-formed 2026-07-28 ``tools/call`` that asked for no progress and no logs and
         that the SDK would accept; else None (the SDK answers it)."""
 
-    def admit_message(self, message: dict[str, Any]) -> Admitted | None:
-        """The same for a message that came without HTTP headers (stdio, on a 2026-07-28 connection)."""
-
-    def opens_modern(self, message: dict[str, Any]) -> bool | None:
-        """For a connection's messages until this decides: whether ``message`` opens a 2026-07-28 connection (a
-        request with the envelope, other than ``initialize``) or a handshake-era one; None when it is not a request
-        the SDK reads (it decides nothing), as the SDK's stdio server decides."""
-
     def answer(self, call: Admitted, result: dict[str, Any]) -> bytes:
         """The JSON-RPC response carrying ``result`` (wire JSON of a tool result)."""
 

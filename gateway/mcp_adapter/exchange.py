@@ -19,8 +19,10 @@ from gateway.mcp_adapter.sdk import (
     InboundLadderRejection,
     MCPError,
     Server,
+    cancelled_request_id_from_params,
     check_accept_headers,
     classify_inbound_request,
+    coerce_request_id,
     find_duplicated_routing_header,
     modern_error_data,
     mt,
@@ -111,21 +113,41 @@ class ModernCallExchange:
         sse = has_sse and not self._json_response
         return Admitted(message["id"], name, arguments, sse=sse, version=version)
 
-    def admit_message(self, message: dict[str, Any]) -> Admitted | None:
-        if not _plain_call(message) or (version := _valid_call(message, None)) is None:
-            return None
-        params = message["params"]
-        return Admitted(message["id"], params["name"], params.get("arguments"), sse=False, version=version)
+    # -- the stdio direct path (gateway.stdio_fastcall.StdioExchange) --
 
-    def opens_modern(self, message: dict[str, Any]) -> bool | None:
-        try:  # as the SDK's stdio reader reads it: only a valid request decides
-            request = mt.jsonrpc_message_adapter.validate_python(message, by_name=False)
+    def read(self, line: str) -> Any | None:
+        try:  # as the SDK's stdio reader reads a line
+            return mt.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except ValidationError:
             return None
-        if not isinstance(request, mt.JSONRPCRequest):
+
+    def opens_modern(self, message: Any) -> bool | None:
+        if not isinstance(message, mt.JSONRPCRequest):
             return None
-        meta = (request.params or {}).get("_meta")
-        return request.method != "initialize" and isinstance(meta, dict) and mt.PROTOCOL_VERSION_META_KEY in meta
+        meta = (message.params or {}).get("_meta")
+        return message.method != "initialize" and isinstance(meta, dict) and mt.PROTOCOL_VERSION_META_KEY in meta
+
+    def admit_message(self, message: Any) -> Admitted | None:
+        if not isinstance(message, mt.JSONRPCRequest):
+            return None
+        body = {"jsonrpc": "2.0", "id": message.id, "method": message.method, "params": message.params}
+        if not _plain_call(body) or (version := _valid_call(body, None)) is None:
+            return None
+        params = body["params"]
+        return Admitted(message.id, params["name"], params.get("arguments"), sse=False, version=version)
+
+    def cancelled_key(self, message: Any) -> str | int | None:
+        if not isinstance(message, mt.JSONRPCNotification) or message.method != "notifications/cancelled":
+            return None
+        request_id = cancelled_request_id_from_params(message.params)
+        return None if request_id is None else coerce_request_id(request_id)
+
+    def request_key(self, request_id: str | int) -> str | int:
+        return coerce_request_id(request_id)
+
+    def closed(self, request_id: str | int) -> bytes:
+        error = {"code": mt.CONNECTION_CLOSED, "message": "Connection closed"}
+        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error})
 
     async def call(self, call: Admitted, principal: Principal, headers: dict[str, str], transport: str) -> Any:
         context = self._runtime.new_context(principal=principal, transport=transport, headers=headers)

@@ -17,6 +17,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
@@ -29,6 +30,7 @@ from mcp.shared.inbound import (
     validate_mcp_param_headers,
     x_mcp_header_map,
 )
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
@@ -52,8 +54,10 @@ __all__ = [
     "StdioServerParameters",
     "ToolsListChanged",
     "TransportSecuritySettings",
+    "cancelled_request_id_from_params",
     "check_accept_headers",
     "classify_inbound_request",
+    "coerce_request_id",
     "encode_header_value",
     "find_duplicated_routing_header",
     "httpx2",

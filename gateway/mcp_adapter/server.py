@@ -161,7 +161,8 @@ async def serve_stdio(runtime: GatewayRuntime) -> None:
         async with stdio_server(checked, sink) as (read_stream, write_stream):  # type: ignore[arg-type]
             checked.answer_through(write_stream)
             await server.run(read_stream, write_stream, server.create_initialization_options())
-        calls.cancel_scope.cancel()
+        if fast is not None:
+            fast.close()  # the client closed the connection: calls still running are answered as the SDK's are
 
 
 class CheckedLines:

@@ -115,4 +115,7 @@ async def claiming(transport: Any, ready: Callable[[StdioCalls], None]) -> Async
     async with transport as (read_stream, write_stream):
         calls = StdioCalls(write_stream)
         ready(calls)
-        yield EofWatch(read_stream, calls.end, divert=calls.claim), write_stream
+        try:
+            yield EofWatch(read_stream, calls.end, divert=calls.claim), write_stream
+        finally:
+            calls.end()  # closed by the session rather than by the server: nothing still waiting may hang

@@ -5,6 +5,7 @@ client, so each check compares the two."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -54,6 +55,33 @@ async def test_direct_call_answers_as_the_sdks_client(tmp_path: Path, name: str,
         direct = await session.call_tool(name, arguments)
         through_sdk = await session.call_tool(name, arguments, progress=_no_progress_wanted)
     assert direct == through_sdk
+
+
+async def test_calls_without_progress_take_the_direct_path(tmp_path: Path):
+    state = tmp_path / "state"
+    async with _session(state) as session:
+        await session.call_tool("whoami", {})
+        await session.call_tool("whoami", {}, progress=_no_progress_wanted)
+    direct, through_sdk = (json.loads((state / f"request-{n}.json").read_text()) for n in (1, 2))
+    assert direct.startswith(ID_PREFIX) and through_sdk.isdigit()  # the SDK's client numbers its requests
+
+
+async def test_a_call_waiting_when_the_session_closes_fails_at_once(tmp_path: Path):
+    async with _session(tmp_path / "state") as session:
+        errors: list[Exception] = []
+
+        async def waiting() -> None:
+            try:
+                await session.call_tool("slow", {"seconds": 30, "steps": 2})
+            except UpstreamConnectionLost as exc:
+                errors.append(exc)
+
+        with anyio.fail_after(15):  # a guard against a hang: the process is stopped within a few seconds
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(waiting)
+                await anyio.sleep(0.5)
+                await session.aclose()
+    assert len(errors) == 1
 
 
 async def test_an_unknown_tool_is_the_servers_answer(tmp_path: Path):

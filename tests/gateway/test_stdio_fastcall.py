@@ -153,8 +153,8 @@ async def test_a_cancelled_call_is_cancelled_and_not_answered(tmp_path: Path):
         fast.take(_line(_request(1, "tools/list")))
         assert fast.take(_line(_call(2, "feat_work", {"steps": 1, "seconds": 30})))
         await anyio.sleep(0.2)
-        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
-        assert fast.take(_line(cancel))
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "2"}}  # "2" is 2
+        assert not fast.take(_line(cancel))  # the SDK reads the notice too: it ignores ids it is not running
         assert fast.take(_line(_call(3, "feat_double", {"n": 1})))
         with anyio.fail_after(10):
             while not sink.lines:
@@ -162,6 +162,59 @@ async def test_a_cancelled_call_is_cancelled_and_not_answered(tmp_path: Path):
         await anyio.sleep(0.1)
     assert [line["id"] for line in sink.lines] == [3]
     assert plugin.pack is not None and len(plugin.pack.cancelled) == 1
+
+
+async def test_lines_the_sdk_reads_otherwise_are_left_to_it(tmp_path: Path):
+    async with _fast(tmp_path) as (fast, sink, plugin):
+        fast.take(_line(_request(1, "tools/list")))
+        assert fast.take(_line(_call(2, "feat_work", {"steps": 1, "seconds": 30})))
+        left = [
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [2]}},  # not an id
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": True}},  # True is not 2
+            {"jsonrpc": "2.0", "id": 77, "method": "notifications/cancelled", "params": {"requestId": 2}},  # a request
+            {"method": "notifications/cancelled", "params": {"requestId": 2}},  # not JSON-RPC 2.0
+            {**_call(3, "feat_double", {"n": 1}), "id": [3]},  # an id that is not one
+            {**_call(4, "feat_double", {"n": 1}), "error": {"code": 1, "message": "x"}},  # read as an error response
+            _call(2, "feat_double", {"n": 1}),  # an id already running here
+        ]
+        assert [fast.take(_line(message)) for message in left] == [False] * len(left)
+        await anyio.sleep(0.2)
+        assert plugin.pack is not None and plugin.pack.cancelled == []  # call 2 still runs
+        fast.close()
+        with anyio.fail_after(10):
+            while not sink.lines:
+                await anyio.sleep(0.01)
+    assert sink.lines == [{"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "Connection closed"}}]
+
+
+async def test_the_era_is_read_as_the_sdk_reads_the_first_request(tmp_path: Path):
+    async with _fast(tmp_path) as (fast, sink, _):
+        huge = '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {"x": 1e400}}}\n'
+        assert not fast.take(huge)  # a number JSON parsers disagree on: read as the SDK reads it, a handshake
+        assert not fast.take(_line(_call(2, "feat_double", {"n": 21})))
+    assert sink.lines == []
+
+
+@pytest.mark.slow
+def test_calls_running_when_the_client_leaves_are_answered_as_the_sdk_answers(tmp_path: Path) -> None:
+    config = write_toml(tmp_path / "gateway.toml", remote_config(tmp_path, [py_stdio_server(tmp_path / "state")]))
+    peer = StdioPeer(config)
+    try:
+        peer.send(_request(1, "tools/list"))
+        _receive(peer, 1)
+        peer.send(_call(2, "py_slow", {"seconds": 30, "steps": 2}))  # the direct path
+        peer.send(_call(3, "py_slow", {"seconds": 30, "steps": 2}, progressToken="p"))  # the SDK's
+        time.sleep(1.0)
+        assert peer.process.stdin is not None and peer.process.stdout is not None
+        peer.process.stdin.close()
+        answers = {}
+        for line in peer.process.stdout:  # until the gateway closes stdout
+            message = json.loads(line)
+            if "id" in message:
+                answers[message.pop("id")] = message
+    finally:
+        peer.process.wait(30)
+    assert answers[2] == answers[3] == {"jsonrpc": "2.0", "error": {"code": -32000, "message": "Connection closed"}}
 
 
 @pytest.mark.slow

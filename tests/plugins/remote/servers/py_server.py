@@ -4,8 +4,8 @@
     python py_server.py stdio STATE_DIR         stdio
 
 STATE_DIR receives what the tests check from outside: ``cancelled-<n>`` for a ``slow`` call cancelled by its
-client, ``headers-<n>.json`` with the HTTP headers a ``whoami`` call arrived with. Test code only (it imports
-``mcp``; the gateway's own modules never do, but this one).
+client, ``headers-<n>.json`` and ``request-<n>.json`` with the HTTP headers and the request id a ``whoami`` call
+arrived with. Test code only (it imports ``mcp``; the gateway's own modules never do, but this one).
 """
 
 from __future__ import annotations
@@ -80,11 +80,13 @@ def pid() -> int:
     return os.getpid()
 
 
-@server.tool(description="Record the HTTP headers this call arrived with.")
+@server.tool(description="Record the HTTP headers and the JSON-RPC request id this call arrived with.")
 def whoami(ctx: Context) -> str:
     request = ctx.request_context.request
     headers = dict(request.headers) if request is not None else {}
-    (STATE / f"headers-{_next()}.json").write_text(json.dumps(headers))
+    n = _next()
+    (STATE / f"headers-{n}.json").write_text(json.dumps(headers))
+    (STATE / f"request-{n}.json").write_text(json.dumps(ctx.request_id))
     return "recorded"
 
 
