@@ -57,6 +57,14 @@ async def test_direct_call_answers_as_the_sdks_client(tmp_path: Path, name: str,
     assert direct == through_sdk
 
 
+async def _slow_call(session: WireSession, errors: list[Exception]) -> None:
+    """A long call; its connection-lost error, if it ends so, goes to ``errors``."""
+    try:
+        await session.call_tool("slow", {"seconds": 30, "steps": 2})
+    except UpstreamConnectionLost as exc:
+        errors.append(exc)
+
+
 async def test_calls_without_progress_take_the_direct_path(tmp_path: Path):
     state = tmp_path / "state"
     async with _session(state) as session:
@@ -70,15 +78,9 @@ async def test_a_call_waiting_when_the_session_closes_fails_at_once(tmp_path: Pa
     async with _session(tmp_path / "state") as session:
         errors: list[Exception] = []
 
-        async def waiting() -> None:
-            try:
-                await session.call_tool("slow", {"seconds": 30, "steps": 2})
-            except UpstreamConnectionLost as exc:
-                errors.append(exc)
-
         with anyio.fail_after(15):  # a guard against a hang: the process is stopped within a few seconds
             async with anyio.create_task_group() as tg:
-                tg.start_soon(waiting)
+                tg.start_soon(_slow_call, session, errors)
                 await anyio.sleep(0.5)
                 await session.aclose()
     assert len(errors) == 1
@@ -121,15 +123,9 @@ async def test_a_server_killed_mid_call_ends_the_call_with_connection_lost(tmp_p
         pid = int((await session.call_tool("pid", {})).structured["result"])
         errors: list[Exception] = []
 
-        async def doomed() -> None:
-            try:
-                await session.call_tool("slow", {"seconds": 30, "steps": 2})
-            except UpstreamConnectionLost as exc:
-                errors.append(exc)
-
         with anyio.fail_after(30):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(doomed)
+                tg.start_soon(_slow_call, session, errors)
                 await anyio.sleep(0.5)
                 os.kill(pid, signal.SIGKILL)
         assert session.closed
