@@ -35,11 +35,13 @@ import httpx
 from mcp import Client, StdioServerParameters, stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _overhead import alternate, free_port, pipeline_config, wait_for_port
 
+from tests.plugins.remote.support import PY_SERVER, cmdline, descendants
+
 ROOT = Path(__file__).resolve().parent.parent
-PY_SERVER = ROOT / "tests" / "plugins" / "remote" / "servers" / "py_server.py"
 CHUNK = 25
 TARGET = 0.85
 
@@ -124,29 +126,6 @@ async def _measure(gateway: Side, direct: Side, ms: float, concurrency: int, cal
     )
 
 
-def _descendants(pid: int) -> list[int]:
-    """Processes below ``pid``, oldest first (read from ``/proc``)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError):
-            continue
-    found, frontier = [], [pid]
-    while frontier:
-        children = sorted(child for child, parent in parents.items() if parent in frontier)
-        found += children
-        frontier = children
-    return found
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
 STDIO_REMOTE = """
 [[plugins.remote.servers]]
 name = "py"
@@ -174,12 +153,12 @@ async def _stdio_results(args: argparse.Namespace, tmp: str) -> list[Result]:
             Client(stdio_client(gateway, errlog=quiet), mode=args.mode) as through,  # type: ignore[arg-type]
             Client(server, mode=args.mode) as straight,
         ):
-            mine = _descendants(os.getpid())
-            upstreams = [p for p in mine if f"py_server.py stdio {states[0]}" in _cmdline(p)]
+            mine = descendants(os.getpid())  # depth first: a launcher before its server
+            upstreams = [p for p in mine if f"py_server.py stdio {states[0]}" in cmdline(p)]
             pids = {
-                "gateway": next(p for p in mine if str(config) in _cmdline(p)),
+                "gateway": next(p for p in mine if str(config) in cmdline(p)),
                 "upstream": upstreams[-1],  # the server, below the gateway's launcher
-                "direct": next(p for p in mine if str(states[1]) in _cmdline(p)),
+                "direct": next(p for p in mine if str(states[1]) in cmdline(p)),
             }
             via = Side(through, "py_pause", {"client": None, "gateway": pids["gateway"], "upstream": pids["upstream"]})
             direct = Side(straight, "pause", {"client": None, "upstream": pids["direct"]})
