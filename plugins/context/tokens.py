@@ -174,6 +174,8 @@ class ErrorHead:
     """The type's own name (``TemplateSyntaxError``)."""
     module: str
     """The module path before it, without the final dot (``jinja2.exceptions``), or empty."""
+    message: str = ""
+    """The rest of its line: the message (``unexpected '}'``)."""
 
 
 def error_head(query: str) -> ErrorHead | None:
@@ -185,4 +187,6 @@ def error_head(query: str) -> ErrorHead | None:
     if match is None:
         return None
     module, name = match.group(1).rstrip("."), match.group(2)
-    return ErrorHead(f"{module}.{name}" if module else name, name, module)
+    line_end = query.find("\n", match.end())
+    message = query[match.end() : line_end if line_end >= 0 else len(query)]
+    return ErrorHead(f"{module}.{name}" if module else name, name, module, message)

@@ -9,6 +9,10 @@ a literal is split at its placeholders into fragments, and a fragment quoted who
 ("No such command" in "Error: No such command 'statr'."). The score of a literal is the share of its words quoted
 (of the question's words, when the question is shorter: a long message is often pasted in part); a literal whose
 every fragment the question holds in order ("block {name!r} defined twice") is quoted entirely.
+
+Short messages are common (``Invalid comparator: ${comp}``, ``"timestamp missing"``), and two words are too few to
+tell a quote from a coincidence anywhere in a question. They count in one place only: as the opening of the message
+of a pasted error (``TypeError: Invalid comparator: >=1.2.3.4``), where the raise site's text stands.
 """
 
 from __future__ import annotations
@@ -53,16 +57,20 @@ class QueryText(NamedTuple):
     words: tuple[str, ...]
     grams: frozenset[Gram]
     vocabulary: frozenset[str]
+    opening: tuple[str, ...] = ()
+    """The words of a pasted error's message (after ``SomeError:``), when the question is one."""
 
 
-def query_text(text: str) -> QueryText:
+def query_text(text: str, message: str = "") -> QueryText:
+    """``text`` prepared for quote matching; ``message``: the message of the error it pastes, if any."""
     tokens = _lower_words(text)
-    return QueryText(tokens, frozenset(_trigrams(tokens)), frozenset(tokens))
+    return QueryText(tokens, frozenset(_trigrams(tokens)), frozenset(tokens), _lower_words(message))
 
 
-Literal = tuple[tuple[tuple[str, ...], ...], tuple[tuple[Gram, ...], ...], int]
+Literal = tuple[tuple[tuple[str, ...], ...], tuple[tuple[Gram, ...], ...], int, bool]
 """A string literal prepared for quote matching: the words of each non-empty fragment between placeholders, the
-trigrams of each fragment of three words or more, and the number of words (the denominator of the score).
+trigrams of each fragment of three words or more, the number of words (the denominator of the score), and whether
+it ends with a placeholder (``Invalid comparator: ${comp}``: the value comes last).
 
 Plain tuples of strings on purpose: literals are cached per chunk for the life of the index, and the garbage
 collector stops tracking such tuples, where objects holding sets would keep adding to its long-lived generation
@@ -70,38 +78,54 @@ and trigger full collections of the whole index (a pause of most of a second at 
 
 
 def literal_of(text: str) -> Literal | None:
-    """The literal's fragments, or ``None`` when it has fewer than three words (nothing that can be quoted).
+    """The literal's fragments, or ``None`` when it has fewer than two words (nothing that can be quoted).
 
     Called for the string literals of every candidate chunk the first time it is a candidate: kept to a few passes
     over the text in C (one substitution, one ``findall`` per fragment)."""
     marked = _PLACEHOLDER.sub("\x00", text).lower()
-    pieces = tuple(piece for piece in map(tuple, map(_WORD.findall, marked.split("\x00"))) if piece)
+    split = marked.split("\x00")
+    pieces = tuple(piece for piece in map(tuple, map(_WORD.findall, split)) if piece)
     total = sum(map(len, pieces))
-    if total < 3:
+    if total < 2:
         return None
-    return pieces, tuple(grams for grams in map(tuple, map(_trigrams, pieces)) if grams), total
+    open_end = len(split) > 1 and not _WORD.search(split[-1])
+    return pieces, tuple(grams for grams in map(tuple, map(_trigrams, pieces)) if grams), total, open_end
 
 
-def _in_order(pieces: tuple[tuple[str, ...], ...], tokens: tuple[str, ...]) -> bool:
-    """Every piece occurs contiguously in ``tokens``, each after the one before."""
+def _end_in_order(pieces: tuple[tuple[str, ...], ...], tokens: tuple[str, ...]) -> int:
+    """Where the last piece ends in ``tokens`` when every piece occurs contiguously, each after the one before;
+    else -1."""
     at = 0
     for piece in pieces:
         width = len(piece)
         while at + width <= len(tokens) and tokens[at : at + width] != piece:
             at += 1
         if at + width > len(tokens):
-            return False
+            return -1
         at += width
-    return True
+    return at
+
+
+def _opens(pieces: tuple[tuple[str, ...], ...], open_end: bool, opening: tuple[str, ...]) -> bool:
+    """Whether a pasted message is the literal: its fragments from the first word on, in order, and then nothing
+    but the value of a final placeholder (``"utf-8"`` does not open ``'utf-8' codec can't decode``)."""
+    if opening[: len(pieces[0])] != pieces[0]:
+        return False
+    end = _end_in_order(pieces, opening)
+    return end >= 0 and (open_end or end == len(opening))
 
 
 def quote_score(literal: Literal, query: QueryText) -> float:
     """Share of the literal's words that the question quotes: all of them when every fragment is there in order;
     otherwise runs of two or more trigrams (four words), or a whole fragment of three words or more. A long message
-    is usually pasted in part (its first sentence): the share is of the question's length when that is shorter."""
-    pieces, fragments, words = literal
-    if len(pieces) > 1 and query.vocabulary.issuperset(chain.from_iterable(pieces)) and _in_order(pieces, query.words):
-        return 1.0
+    is usually pasted in part (its first sentence): the share is of the question's length when that is shorter. A
+    literal of two words is quoted only as a pasted error's whole message (:func:`_opens`)."""
+    pieces, fragments, words, open_end = literal
+    if words < 3:
+        return 1.0 if _opens(pieces, open_end, query.opening) else 0.0
+    if len(pieces) > 1 and query.vocabulary.issuperset(chain.from_iterable(pieces)):
+        if _end_in_order(pieces, query.words) >= 0:
+            return 1.0
     query_grams = query.grams
     if query_grams.isdisjoint(chain.from_iterable(fragments)):
         return 0.0

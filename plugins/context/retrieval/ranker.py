@@ -38,7 +38,7 @@ import numpy as np
 from gateway_plugins.context.retrieval.graph import ImportGraph
 from gateway_plugins.context.retrieval.messages import Literal, literal_of, query_text, quote_score
 from gateway_plugins.context.retrieval.search_index import KIND_CLASS, KIND_MODULE, SearchIndex
-from gateway_plugins.context.tokens import error_head, query_identifiers, tokenize
+from gateway_plugins.context.tokens import error_head, query_identifiers, stem, tokenize
 
 __all__ = ["RankedChunk", "Ranker", "RankingOptions"]
 
@@ -46,6 +46,11 @@ _ASKS_TESTS = re.compile(r"\b(?:tests?|testing|pytest|unittest|spec|fixtures?)\b
 _ASKS_DOCS = re.compile(r"\b(?:docs?|documentation|readme|changelog|tutorial|guide)\b", re.I)
 _ASKS_EXAMPLES = re.compile(r"\b(?:examples?|samples?|demo)\b", re.I)
 _POINTS_HERE = re.compile(r"\b(?:here|th(?:is|ese) (?:file|module|class|function|method|code|script)s?|these)\b", re.I)
+_USED_ELSEWHERE = re.compile(
+    r"\b(?:defined|declared|built|made|created|from)\s+(?:in\s+)?th(?:is|ese)\s+(?:file|module)s?\b", re.I
+)
+"""A question about something the open file defines ("the decoders defined in this module", "the state from this
+file"): it asks where that is used, which is in the files that import it."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,17 @@ class RankingOptions:
     """Tickets being worked on, and the pull requests and discussions that mention them."""
     linked_file_boost: float = 0.3
     """Files changed by the pull requests of the tickets being worked on."""
+
+
+def _defines(symbol: str | None, name: str) -> bool:
+    """Whether a chunk's symbol is class ``name`` or one of its members."""
+    return symbol is not None and (symbol == name or symbol.startswith(name + "."))
+
+
+def _in_exception_class(symbol: str | None) -> bool:
+    """Whether a chunk's symbol is an exception class (named as the conventions of Python, JavaScript and Java
+    have it: ``...Error``, ``...Exception``, ``...Warning``) or one of its members."""
+    return symbol is not None and symbol.split(".", 1)[0].endswith(("Error", "Exception", "Warning"))
 
 
 @dataclass(frozen=True)
@@ -180,7 +196,12 @@ class Ranker:
         if opts.structural:
             self._priors(query, score)
         if opts.graph and active_file is not None:
-            self._graph_boost(active_file, score, points_here=bool(_POINTS_HERE.search(query)))
+            self._graph_boost(
+                active_file,
+                score,
+                points_here=bool(_POINTS_HERE.search(query)),
+                used_elsewhere=bool(_USED_ELSEWHERE.search(query)),
+            )
         for file_row, factor in (boost_files or {}).items():
             score[self.index.files[file_row].rows] *= factor
         return self._top(score, limit)
@@ -194,13 +215,47 @@ class Ranker:
         """Boost candidates holding a string literal the question quotes (the raise site of a pasted error).
 
         See :mod:`.messages`: runs of words in the same order, literals split at their format placeholders."""
-        quoted = query_text(query)
-        if len(quoted.words) < 3:
+        head = error_head(query)
+        quoted = query_text(query, head.message if head is not None else "")
+        if len(quoted.words) < 3 and not quoted.opening:
             return
+        quotes: dict[int, float] = {}
         for row in self._candidates(score, self.options.candidates):
             best = max((quote_score(literal, quoted) for literal in self._chunk_literals(int(row))), default=0.0)
             if best >= 0.3:
-                score[row] += self.options.message_boost * best
+                quotes[int(row)] = best
+        if head is not None:
+            quotes = self._raise_sites(head.name, quotes, score)
+        for row, best in quotes.items():
+            score[row] += self.options.message_boost * best
+
+    def _raise_sites(self, error: str, quotes: dict[int, float], score: np.ndarray) -> dict[int, float]:
+        """An exception that carries its own message (``class EmptyTableNameError(ParseError): def __init__(...):
+        super().__init__(..., "Empty table name")``, the base class adding ``at line {line} col {col}``) is quoted in
+        the exception classes' definitions, but the failure happened where it is raised. When the named exception's
+        own definition holds a quote, the quotes of every exception class's definition go to the chunks that name
+        the exception (among those still in the running), if there are any; the definitions keep the rest of their
+        score. An exception class is the named one, or one named as the conventions have it (``...Error``,
+        ``...Exception``, ``...Warning``): its base classes, whatever the named one is called."""
+        index = self.index
+        if not any(_defines(index.chunks[row].symbol, error) for row in quotes):
+            return quotes
+        sites = [
+            row
+            for row in index.content.rows_with(stem(error))
+            if score[row] > 0 and not _defines(index.chunks[row].symbol, error)
+        ]
+        if not sites:
+            return quotes
+        definitions = [
+            row
+            for row in quotes
+            if _defines(index.chunks[row].symbol, error) or _in_exception_class(index.chunks[row].symbol)
+        ]
+        weight = max(quotes.pop(row) for row in definitions)
+        for row in sites:
+            quotes[row] = max(quotes.get(row, 0.0), weight)
+        return quotes
 
     def _chunk_literals(self, row: int) -> tuple[Literal, ...]:
         literals = self._literals.get(row)
@@ -235,13 +290,22 @@ class Ranker:
         self._prior_cache[asked] = factors
         return factors
 
-    def _graph_boost(self, active_file: int, score: np.ndarray, *, points_here: bool) -> None:
+    def _graph_boost(self, active_file: int, score: np.ndarray, *, points_here: bool, used_elsewhere: bool) -> None:
+        """The open file's chunks and those of its neighbours in the import graph rank higher; when the question
+        asks where something of the open file is used, its importers take the open file's place."""
         opts = self.options
         imports, importers = self.graph.neighbours(active_file)
-        rows = self.index.files[active_file].rows
-        score[rows] *= 1.0 + opts.active_file_boost + (opts.here_boost if points_here else 0.0)
+        files = self.index.files
+        if used_elsewhere and importers:
+            score[files[active_file].rows] *= 1.0 + opts.neighbour_boost
+            for neighbour in importers:
+                score[files[neighbour].rows] *= 1.0 + opts.active_file_boost
+            for neighbour in imports - importers:
+                score[files[neighbour].rows] *= 1.0 + opts.neighbour_boost
+            return
+        score[files[active_file].rows] *= 1.0 + opts.active_file_boost + (opts.here_boost if points_here else 0.0)
         for neighbour in imports | importers:
-            score[self.index.files[neighbour].rows] *= 1.0 + opts.neighbour_boost
+            score[files[neighbour].rows] *= 1.0 + opts.neighbour_boost
 
     def _top(self, score: np.ndarray, limit: int) -> list[RankedChunk]:
         candidates = self._candidates(score, max(limit * 4, 50))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gateway_plugins.context.retrieval.messages import literal_of, query_text, quote_score
+from gateway_plugins.context.tokens import error_head
 
 
 def score(literal: str, question: str) -> float:
@@ -44,10 +45,31 @@ def test_a_literal_quoted_piece_by_piece_in_order_is_quoted_entirely() -> None:
     assert score("block {name!r} defined twice", "block 'content' defined") == 0.0
 
 
-def test_a_literal_without_three_words_cannot_be_quoted() -> None:
+def test_a_literal_without_two_words_cannot_be_quoted() -> None:
     assert literal_of("{name}: {value}") is None
-    assert literal_of("No {type} named {name}") is None
-    assert literal_of("utf-8") is None
+    assert literal_of("Invalid {what}") is None
+    assert literal_of("utf8") is None
+
+
+def pasted(literal: str, question: str) -> float:
+    """The score of ``literal`` for ``question`` prepared as the ranker prepares a pasted error."""
+    prepared = literal_of(literal)
+    assert prepared is not None
+    head = error_head(question)
+    return quote_score(prepared, query_text(question, head.message if head is not None else ""))
+
+
+def test_a_two_word_literal_is_quoted_only_as_a_pasted_errors_whole_message() -> None:
+    # the message is the literal, the value of its final placeholder filled in
+    assert pasted("Invalid comparator: ${comp}", "TypeError: Invalid comparator: >=1.2.3.4") == 1.0
+    assert pasted("timestamp missing", "itsdangerous.exc.BadTimeSignature: timestamp missing") == 1.0
+    assert pasted("No {type} named {name}", "KeyError: No filter named 'upper2'") == 1.0
+    # the message goes on with words of its own: another message that happens to start alike
+    assert pasted("utf-8", "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff") == 0.0
+    assert pasted("timestamp missing", "BadTimeSignature: timestamp missing or malformed") == 0.0
+    # not at the message's start, or not a pasted error at all: two words are a coincidence
+    assert pasted("Invalid comparator: ${comp}", "ValueError: got an Invalid comparator: >=1") == 0.0
+    assert pasted("Invalid comparator: ${comp}", "what makes an invalid comparator: >=1 here?") == 0.0
 
 
 def test_a_long_message_pasted_in_part_counts_as_a_quote() -> None:

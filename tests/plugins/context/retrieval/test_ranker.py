@@ -140,6 +140,62 @@ def test_a_pasted_error_of_a_project_exception_finds_the_raise_site_not_the_clas
     assert "TemplateSyntaxError" in [index.chunks[r.row].symbol for r in ranked]
 
 
+def test_an_exception_carrying_its_own_message_is_answered_by_where_it_is_raised() -> None:
+    exceptions = (
+        "class ParseError(ValueError):\n"
+        "    def __init__(self, line, col, message=None):\n"
+        "        super().__init__(f'{message} at line {line} col {col}')\n\n"
+        "class EmptyTableNameError(ParseError):\n"
+        "    def __init__(self, line, col):\n"
+        "        super().__init__(line, col, message='Empty table name')\n"
+    )
+    parser = (
+        "from .exceptions import EmptyTableNameError\n\n"
+        "def parse_table(src):\n"
+        "    name = src.read_name()\n"
+        "    if not name:\n"
+        "        raise src.parse_error(EmptyTableNameError)\n"
+        "    return name\n\n"
+        "def parse_key(src):\n"
+        "    return src.read_name()\n"
+    )
+    question = "pkg.exceptions.EmptyTableNameError: Empty table name at line 7 col 1"
+    index = build_from({"pkg/exceptions.py": exceptions, "pkg/parser.py": parser})
+    ranked = Ranker(index).rank(question, limit=5)
+    assert index.chunks[ranked[0].row].symbol == "parse_table"
+    # the class is still found; with nothing in the code raising it, its definition is the answer
+    assert "EmptyTableNameError.__init__" in [index.chunks[r.row].symbol for r in ranked]
+    alone = build_from({"pkg/exceptions.py": exceptions})
+    ranked = Ranker(alone).rank(question, limit=5)
+    assert alone.chunks[ranked[0].row].symbol == "EmptyTableNameError.__init__"
+
+
+def test_a_short_message_pasted_whole_finds_its_raise_site() -> None:
+    index = build_from(
+        {
+            "lib/rule.js": (
+                "class Rule {\n"
+                "  parse (comp) {\n"
+                "    const m = comp.match(this.re)\n"
+                "    if (!m) {\n"
+                "      throw new TypeError(`Invalid comparator: ${comp}`)\n"
+                "    }\n"
+                "  }\n"
+                "}\n"
+            ),
+            "lib/comparator.js": (
+                "function isInvalidComparator (comparator) {\n"
+                "  // an invalid comparator is a comparator that never matches\n"
+                "  return comparator.semver === ANY && comparator.operator === '<'\n"
+                "}\n"
+            ),
+        }
+    )
+    ranked = Ranker(index).rank("TypeError: Invalid comparator: >=1.2.3.4", limit=3)
+    # the words alone favour the helper named after them; the message is the raise site's
+    assert index.chunks[ranked[0].row].symbol == "Rule.parse"
+
+
 def test_type_declarations_rank_below_the_implementation() -> None:
     # the declaration restates the documentation at more length; the implementation is what the question is about
     index = build_from(
@@ -183,3 +239,56 @@ def test_a_question_pointing_at_the_open_file_favours_it_more() -> None:
     # "here" is a stop-word: the lexical score is the same, only the pointing differs
     plain = score_of_sessions("when is the session cookie sent again")
     assert score_of_sessions("when is the session cookie sent again here") > plain * 1.2
+
+
+def test_an_exception_named_without_the_error_suffix_is_followed_to_its_raise_site() -> None:
+    index = build_from(
+        {
+            "pkg/exc.py": (
+                "class SignatureExpired(Exception):\n"
+                "    def __init__(self, date):\n"
+                "        super().__init__(f'Signature expired on {date}')\n"
+            ),
+            "pkg/timed.py": (
+                "from .exc import SignatureExpired\n\n"
+                "def check_age(stamp, max_age):\n"
+                "    if stamp.age > max_age:\n"
+                "        raise SignatureExpired(stamp.date)\n"
+            ),
+        }
+    )
+    ranked = Ranker(index).rank("pkg.exc.SignatureExpired: Signature expired on 2024-01-01", limit=3)
+    assert index.chunks[ranked[0].row].symbol == "check_age"
+
+
+def test_a_question_about_where_the_open_files_definitions_are_used_favours_its_importers() -> None:
+    index = build_from(
+        {
+            "pkg/exceptions.py": (
+                "class InvalidNumberError(ValueError):\n"
+                "    '''Raised when a number cannot be read while parsing a value.'''\n\n"
+                "class InvalidDateError(ValueError):\n"
+                "    '''Raised when a date cannot be read while parsing a value.'''\n"
+            ),
+            "pkg/parser.py": (
+                "from .exceptions import InvalidNumberError\n\n"
+                "def parse_value(src):\n"
+                "    text = src.read_value()\n"
+                "    if not text.isdigit():\n"
+                "        raise InvalidNumberError(text)\n"
+                "    return int(text)\n"
+            ),
+        }
+    )
+    exceptions = index.file_by_path[("c", "pkg/exceptions.py")]
+
+    def top(question: str) -> str | None:
+        return index.chunks[Ranker(index).rank(question, limit=3, active_file=exceptions)[0].row].symbol
+
+    assert top("where is the invalid number error defined in this module raised while parsing a value?") == (
+        "parse_value"
+    )
+    # asked about the open file itself, the open file stays first
+    assert top("how is the invalid number error here raised while parsing a value described?") == (
+        "InvalidNumberError"
+    )
