@@ -285,10 +285,8 @@ def test_a_question_about_where_the_open_files_definitions_are_used_favours_its_
     def top(question: str) -> str | None:
         return index.chunks[Ranker(index).rank(question, limit=3, active_file=exceptions)[0].row].symbol
 
-    assert top("where is the invalid number error defined in this module raised while parsing a value?") == (
-        "parse_value"
-    )
+    used = "where is the invalid number error defined in this module raised while parsing a value?"
+    assert top(used) == "parse_value"
     # asked about the open file itself, the open file stays first
-    assert top("how is the invalid number error here raised while parsing a value described?") == (
-        "InvalidNumberError"
-    )
+    described = "how is the invalid number error here raised while parsing a value described?"
+    assert top(described) == "InvalidNumberError"
