@@ -81,12 +81,13 @@ class BM25Field:
         rows = np.frombuffer(postings.rows, dtype=np.intp)
         return int(np.count_nonzero(np.frombuffer(self._alive, dtype=np.float32)[rows]))
 
-    def rows_with(self, token: str) -> list[int]:
+    def rows_with(self, token: str) -> np.ndarray:
         """Live rows holding ``token``."""
         postings = self._postings.get(token)
         if postings is None:
-            return []
-        return [row for row in postings.rows if self._alive[row]]
+            return np.zeros(0, dtype=np.intp)
+        rows = np.frombuffer(postings.rows, dtype=np.intp)
+        return rows[np.frombuffer(self._alive, dtype=np.float32)[rows] > 0]
 
     def idf(self, token: str) -> float:
         df = self.document_frequency(token)

@@ -67,10 +67,10 @@ def query_text(text: str, message: str = "") -> QueryText:
     return QueryText(tokens, frozenset(_trigrams(tokens)), frozenset(tokens), _lower_words(message))
 
 
-Literal = tuple[tuple[tuple[str, ...], ...], tuple[tuple[Gram, ...], ...], int, bool]
+Literal = tuple[tuple[tuple[str, ...], ...], tuple[tuple[Gram, ...], ...], int, bool, bool]
 """A string literal prepared for quote matching: the words of each non-empty fragment between placeholders, the
 trigrams of each fragment of three words or more, the number of words (the denominator of the score), and whether
-it ends with a placeholder (``Invalid comparator: ${comp}``: the value comes last).
+it starts and whether it ends with a placeholder (``{name} is required``, ``Invalid comparator: ${comp}``).
 
 Plain tuples of strings on purpose: literals are cached per chunk for the life of the index, and the garbage
 collector stops tracking such tuples, where objects holding sets would keep adding to its long-lived generation
@@ -88,8 +88,10 @@ def literal_of(text: str) -> Literal | None:
     total = sum(map(len, pieces))
     if total < 2:
         return None
+    open_start = len(split) > 1 and not _WORD.search(split[0])
     open_end = len(split) > 1 and not _WORD.search(split[-1])
-    return pieces, tuple(grams for grams in map(tuple, map(_trigrams, pieces)) if grams), total, open_end
+    grams = tuple(grams for grams in map(tuple, map(_trigrams, pieces)) if grams)
+    return pieces, grams, total, open_start, open_end
 
 
 def _end_in_order(pieces: tuple[tuple[str, ...], ...], tokens: tuple[str, ...]) -> int:
@@ -106,13 +108,22 @@ def _end_in_order(pieces: tuple[tuple[str, ...], ...], tokens: tuple[str, ...]) 
     return at
 
 
-def _opens(pieces: tuple[tuple[str, ...], ...], open_end: bool, opening: tuple[str, ...]) -> bool:
-    """Whether a pasted message is the literal: its fragments from the first word on, in order, and then nothing
-    but the value of a final placeholder (``"utf-8"`` does not open ``'utf-8' codec can't decode``)."""
-    if opening[: len(pieces[0])] != pieces[0]:
-        return False
-    end = _end_in_order(pieces, opening)
-    return end >= 0 and (open_end or end == len(opening))
+_LEADING_VALUE_WORDS = 4
+"""How many words the value of a literal's leading placeholder may take (``'port' is required``)."""
+
+
+def _opens(literal: Literal, opening: tuple[str, ...]) -> bool:
+    """Whether a pasted message is the literal: its fragments in order from the message's first word (after the
+    value of a leading placeholder), and then nothing but the value of a final placeholder (``"utf-8"`` does not
+    open ``'utf-8' codec can't decode``)."""
+    pieces, _, _, open_start, open_end = literal
+    first = pieces[0]
+    starts = range(_LEADING_VALUE_WORDS + 1) if open_start else range(1)
+    for start in starts:
+        if opening[start : start + len(first)] == first:
+            end = _end_in_order(pieces, opening[start:])
+            return end >= 0 and (open_end or start + end == len(opening))
+    return False
 
 
 def quote_score(literal: Literal, query: QueryText) -> float:
@@ -120,9 +131,9 @@ def quote_score(literal: Literal, query: QueryText) -> float:
     otherwise runs of two or more trigrams (four words), or a whole fragment of three words or more. A long message
     is usually pasted in part (its first sentence): the share is of the question's length when that is shorter. A
     literal of two words is quoted only as a pasted error's whole message (:func:`_opens`)."""
-    pieces, fragments, words, open_end = literal
+    pieces, fragments, words, _, _ = literal
     if words < 3:
-        return 1.0 if _opens(pieces, open_end, query.opening) else 0.0
+        return 1.0 if _opens(literal, query.opening) else 0.0
     if len(pieces) > 1 and query.vocabulary.issuperset(chain.from_iterable(pieces)):
         if _end_in_order(pieces, query.words) >= 0:
             return 1.0

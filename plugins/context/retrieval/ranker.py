@@ -13,12 +13,14 @@ each contributes. The stages, in order:
 4. **messages**: a pasted error text is matched against the string literals of each candidate: the raise site
    carries the message (:mod:`.messages`). The exception type at the head of a pasted error
    (``jinja2.exceptions.TemplateSyntaxError: ...``) says what kind of error it is, not where it is raised: its
-   words weigh less and its module path none, and its class definition gets a smaller boost.
+   words weigh less and its module path none, and its class definition gets a smaller boost. When the message is
+   the exception class's own (formatted in its constructor), the functions that name the class take the quote.
 5. **priors** (structural): tests, examples and docs are down-weighted unless the question asks about them; code is
    what a behaviour question is about.
 6. **dense**: cosine similarity from the embedder chain, added with a weight.
 7. **graph**: the active file, and the files it imports or that import it, are boosted; the active file more when
-   the question points at it ("how is X done here?", "in this module").
+   the question points at it ("how is X done here?", "in this module"), its importers instead when the question asks
+   where something the file defines is used ("where is the error defined in this module raised?").
 8. **work context**: the tickets being worked on (``work_context.open_ticket_ids``, the ticket in ``git_branch``),
    the documents that mention them and the files their pull requests changed are boosted (the caller finds them:
    :func:`gateway_plugins.context.links.work_context_boosts`).
@@ -38,7 +40,7 @@ import numpy as np
 from gateway_plugins.context.retrieval.graph import ImportGraph
 from gateway_plugins.context.retrieval.messages import Literal, literal_of, query_text, quote_score
 from gateway_plugins.context.retrieval.search_index import KIND_CLASS, KIND_MODULE, SearchIndex
-from gateway_plugins.context.tokens import error_head, query_identifiers, stem, tokenize
+from gateway_plugins.context.tokens import ErrorHead, error_head, identifier_parts, query_identifiers, stem, tokenize
 
 __all__ = ["RankedChunk", "Ranker", "RankingOptions"]
 
@@ -46,11 +48,25 @@ _ASKS_TESTS = re.compile(r"\b(?:tests?|testing|pytest|unittest|spec|fixtures?)\b
 _ASKS_DOCS = re.compile(r"\b(?:docs?|documentation|readme|changelog|tutorial|guide)\b", re.I)
 _ASKS_EXAMPLES = re.compile(r"\b(?:examples?|samples?|demo)\b", re.I)
 _POINTS_HERE = re.compile(r"\b(?:here|th(?:is|ese) (?:file|module|class|function|method|code|script)s?|these)\b", re.I)
-_USED_ELSEWHERE = re.compile(
+_DEFINED_HERE = re.compile(
     r"\b(?:defined|declared|built|made|created|from)\s+(?:in\s+)?th(?:is|ese)\s+(?:file|module)s?\b", re.I
 )
-"""A question about something the open file defines ("the decoders defined in this module", "the state from this
-file"): it asks where that is used, which is in the files that import it."""
+_WHERE = re.compile(r"\bwhere\b", re.I)
+_USE_VERB = re.compile(
+    r"\b(?:used|uses|raised|raises|thrown|throws|called|calls|applied|invoked|read|consumed|imported)\b", re.I
+)
+
+
+def _asks_where_used(query: str) -> bool:
+    """Whether a question asks where something the open file defines is used ("where is the error defined in this
+    module raised?", "where is the state from this module used?"): the answer is in the files that import it.
+    (Three linear searches rather than one pattern with two ``.*``, which could backtrack quadratically.)"""
+    phrase = _DEFINED_HERE.search(query)
+    return (
+        phrase is not None
+        and _WHERE.search(query, 0, phrase.start()) is not None
+        and _USE_VERB.search(query, phrase.end()) is not None
+    )
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,17 @@ class RankingOptions:
     """Files changed by the pull requests of the tickets being worked on."""
 
 
+_EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
+_MAX_RAISE_SITES = 200
+"""The best-scored chunks naming an exception that may take its quote (the rest rank too low to matter)."""
+
+
+def _names_an_exception(head: ErrorHead) -> bool:
+    """Whether a line's ``Name:`` reads as an exception type (``TypeError``, ``BadTimeSignature``, ``pkg.Gone``), not
+    a word of prose (``Question:``, ``Note:``)."""
+    return bool(head.module) or head.name.endswith(_EXCEPTION_SUFFIXES) or len(identifier_parts(head.name)) > 1
+
+
 def _defines(symbol: str | None, name: str) -> bool:
     """Whether a chunk's symbol is class ``name`` or one of its members."""
     return symbol is not None and (symbol == name or symbol.startswith(name + "."))
@@ -96,7 +123,10 @@ def _defines(symbol: str | None, name: str) -> bool:
 def _in_exception_class(symbol: str | None) -> bool:
     """Whether a chunk's symbol is an exception class (named as the conventions of Python, JavaScript and Java
     have it: ``...Error``, ``...Exception``, ``...Warning``) or one of its members."""
-    return symbol is not None and symbol.split(".", 1)[0].endswith(("Error", "Exception", "Warning"))
+    if symbol is None:
+        return False
+    owner = symbol.split(".", 1)[0]
+    return owner[:1].isupper() and owner.endswith(_EXCEPTION_SUFFIXES)
 
 
 @dataclass(frozen=True)
@@ -200,7 +230,7 @@ class Ranker:
                 active_file,
                 score,
                 points_here=bool(_POINTS_HERE.search(query)),
-                used_elsewhere=bool(_USED_ELSEWHERE.search(query)),
+                used_elsewhere=_asks_where_used(query),
             )
         for file_row, factor in (boost_files or {}).items():
             score[self.index.files[file_row].rows] *= factor
@@ -216,7 +246,7 @@ class Ranker:
 
         See :mod:`.messages`: runs of words in the same order, literals split at their format placeholders."""
         head = error_head(query)
-        quoted = query_text(query, head.message if head is not None else "")
+        quoted = query_text(query, head.message if head is not None and _names_an_exception(head) else "")
         if len(quoted.words) < 3 and not quoted.opening:
             return
         quotes: dict[int, float] = {}
@@ -232,27 +262,36 @@ class Ranker:
     def _raise_sites(self, error: str, quotes: dict[int, float], score: np.ndarray) -> dict[int, float]:
         """An exception that carries its own message (``class EmptyTableNameError(ParseError): def __init__(...):
         super().__init__(..., "Empty table name")``, the base class adding ``at line {line} col {col}``) is quoted in
-        the exception classes' definitions, but the failure happened where it is raised. When the named exception's
-        own definition holds a quote, the quotes of every exception class's definition go to the chunks that name
-        the exception (among those still in the running), if there are any; the definitions keep the rest of their
-        score. An exception class is the named one, or one named as the conventions have it (``...Error``,
-        ``...Exception``, ``...Warning``): its base classes, whatever the named one is called."""
+        the exception classes' definitions, but the failure happened where it is raised.
+
+        When the named exception's own definition holds a quote and no function naming the exception quotes the
+        message as well (a raise site that carries it), the quotes of the exception classes' definitions (the named
+        class, and classes named as the conventions have it, ``...Error``, ``...Exception``, ``...Warning``: its
+        bases) go to the functions and methods that name the exception, among those still in the running; the
+        definitions keep the rest of their score. A name of one word (``Gone``, ``Timeout``) is also an ordinary
+        word of the code, so it is left alone."""
         index = self.index
-        if not any(_defines(index.chunks[row].symbol, error) for row in quotes):
+        if len(identifier_parts(error)) < 2 or not any(_defines(index.chunks[row].symbol, error) for row in quotes):
             return quotes
+        named = index.content.rows_with(stem(error))
+        named = named[score[named] > 0]
+        if len(named) > _MAX_RAISE_SITES:
+            named = named[np.argpartition(-score[named], _MAX_RAISE_SITES - 1)[:_MAX_RAISE_SITES]]
         sites = [
-            row
-            for row in index.content.rows_with(stem(error))
-            if score[row] > 0 and not _defines(index.chunks[row].symbol, error)
+            int(row)
+            for row in named
+            if index.chunks[row].kind in ("function", "method") and not _defines(index.chunks[row].symbol, error)
         ]
-        if not sites:
-            return quotes
         definitions = [
             row
             for row in quotes
             if _defines(index.chunks[row].symbol, error) or _in_exception_class(index.chunks[row].symbol)
         ]
-        weight = max(quotes.pop(row) for row in definitions)
+        weight = max(quotes[row] for row in definitions)
+        if not sites or any(quotes.get(row, 0.0) >= weight for row in sites):
+            return quotes
+        for row in definitions:
+            del quotes[row]
         for row in sites:
             quotes[row] = max(quotes.get(row, 0.0), weight)
         return quotes

@@ -64,6 +64,10 @@ def test_a_two_word_literal_is_quoted_only_as_a_pasted_errors_whole_message() ->
     assert pasted("Invalid comparator: ${comp}", "TypeError: Invalid comparator: >=1.2.3.4") == 1.0
     assert pasted("timestamp missing", "itsdangerous.exc.BadTimeSignature: timestamp missing") == 1.0
     assert pasted("No {type} named {name}", "KeyError: No filter named 'upper2'") == 1.0
+    # a leading placeholder: the value comes first
+    assert pasted("{name} is required", "KeyError: 'port' is required") == 1.0
+    assert pasted("%s not found", "LookupError: 'config.toml' not found") == 1.0
+    assert pasted("{name} is required", "KeyError: 'port' is required here") == 0.0
     # the message goes on with words of its own: another message that happens to start alike
     assert pasted("utf-8", "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff") == 0.0
     assert pasted("timestamp missing", "BadTimeSignature: timestamp missing or malformed") == 0.0

@@ -194,6 +194,9 @@ def test_a_short_message_pasted_whole_finds_its_raise_site() -> None:
     ranked = Ranker(index).rank("TypeError: Invalid comparator: >=1.2.3.4", limit=3)
     # the words alone favour the helper named after them; the message is the raise site's
     assert index.chunks[ranked[0].row].symbol == "Rule.parse"
+    # a line of prose that starts with a word and a colon is not a pasted error: two words are no quote there
+    ranked = Ranker(index).rank("Question: invalid comparator checks?", limit=3)
+    assert index.chunks[ranked[0].row].symbol == "isInvalidComparator"
 
 
 def test_type_declarations_rank_below_the_implementation() -> None:
@@ -290,3 +293,54 @@ def test_a_question_about_where_the_open_files_definitions_are_used_favours_its_
     # asked about the open file itself, the open file stays first
     described = "how is the invalid number error here raised while parsing a value described?"
     assert top(described) == "InvalidNumberError"
+    extended = "what does the invalid number error defined in this module, raised while parsing a value, extend?"
+    assert top(extended) == "InvalidNumberError"
+
+
+def test_a_raise_site_that_carries_the_message_keeps_it() -> None:
+    index = build_from(
+        {
+            "pkg/errors.py": (
+                "class ConfigError(Exception):\n"
+                "    def __init__(self, message='invalid configuration file'):\n"
+                "        super().__init__(message)\n"
+            ),
+            "pkg/config.py": (
+                "from .errors import ConfigError\n\n"
+                "def load(path):\n"
+                "    if not path.exists():\n"
+                "        raise ConfigError(f'invalid configuration file {path}: no such file')\n\n"
+                "def main(path):\n"
+                "    try:\n"
+                "        return load(path)\n"
+                "    except ConfigError:\n"
+                "        return None\n"
+            ),
+        }
+    )
+    ranked = Ranker(index).rank("pkg.errors.ConfigError: invalid configuration file app.toml: no such file", limit=3)
+    scores = {index.chunks[r.row].symbol: r.score for r in ranked}
+    assert {"load", "ConfigError.__init__"} <= set(scores)
+    # the handler that merely names the exception gets no share of the definition's quote
+    assert "main" not in scores or scores["main"] < scores["load"] / 2
+
+
+def test_an_exception_named_by_one_word_is_left_alone() -> None:
+    # "Gone" is also a word of the code: the chunks holding it are not its raise sites
+    index = build_from(
+        {
+            "pkg/exceptions.py": (
+                "class Gone(Exception):\n"
+                "    def __init__(self):\n"
+                "        super().__init__('The requested URL is no longer available on this server')\n"
+            ),
+            "pkg/pool.py": (
+                "def release(conn):\n"
+                "    # the server may be gone already: the connection is dropped, not returned\n"
+                "    conn.close()\n"
+            ),
+        }
+    )
+    question = "pkg.exceptions.Gone: The requested URL is no longer available on this server"
+    ranked = Ranker(index).rank(question, limit=3)
+    assert index.chunks[ranked[0].row].symbol == "Gone.__init__"
