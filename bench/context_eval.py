@@ -1,6 +1,6 @@
 """Code-search quality of the context pack on the benchmark of ``../shared/eval/context`` (development split) or on
-a held-out split: ``bench/data/context_heldout``, ``context_heldout2``, ``context_heldout3`` or ``context_heldout4``
-(other packages, same rules).
+a held-out split: ``bench/data/context_heldout`` or ``context_heldout2`` to ``context_heldout5`` (other packages, same
+rules).
 
 Each package is indexed into a deployment of its own (the protocol scores each package against its own index) through
 the pack's own tools (``context.connector_management`` add, ``context.index_control``
@@ -18,6 +18,8 @@ start, status until done) and every question is asked through ``context.search``
     ./dev python bench/context_eval.py --split heldout3 [--ablation]
     bash bench/data/context_heldout4/fetch_corpus.sh      # once: the fourth held-out packages
     ./dev python bench/context_eval.py --split heldout4 [--ablation]
+    bash bench/data/context_heldout5/fetch_corpus.sh      # once: the fifth held-out packages
+    ./dev python bench/context_eval.py --split heldout5 [--ablation]
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ SPLITS = {
     "heldout2": lambda: _heldout("heldout2"),
     "heldout3": lambda: _heldout("heldout3"),
     "heldout4": lambda: _heldout("heldout4"),
+    "heldout5": lambda: _heldout("heldout5"),
 }
 ROOTS: dict[str, str] = {}
 """Package -> repository root under the corpus folder, of the split being run."""
