@@ -7,9 +7,11 @@ from gateway_plugins.context.tokens import error_head
 
 
 def score(literal: str, question: str) -> float:
+    """The score of ``literal`` for ``question``, prepared as the ranker prepares it (with a pasted error's message)."""
     prepared = literal_of(literal)
     assert prepared is not None
-    return quote_score(prepared, query_text(question))
+    head = error_head(question)
+    return quote_score(prepared, query_text(question, head.message if head is not None else ""))
 
 
 def test_a_short_message_with_a_filled_in_placeholder_is_quoted() -> None:
@@ -51,29 +53,21 @@ def test_a_literal_without_two_words_cannot_be_quoted() -> None:
     assert literal_of("utf8") is None
 
 
-def pasted(literal: str, question: str) -> float:
-    """The score of ``literal`` for ``question`` prepared as the ranker prepares a pasted error."""
-    prepared = literal_of(literal)
-    assert prepared is not None
-    head = error_head(question)
-    return quote_score(prepared, query_text(question, head.message if head is not None else ""))
-
-
 def test_a_two_word_literal_is_quoted_only_as_a_pasted_errors_whole_message() -> None:
     # the message is the literal, the value of its final placeholder filled in
-    assert pasted("Invalid comparator: ${comp}", "TypeError: Invalid comparator: >=1.2.3.4") == 1.0
-    assert pasted("timestamp missing", "itsdangerous.exc.BadTimeSignature: timestamp missing") == 1.0
-    assert pasted("No {type} named {name}", "KeyError: No filter named 'upper2'") == 1.0
+    assert score("Invalid comparator: ${comp}", "TypeError: Invalid comparator: >=1.2.3.4") == 1.0
+    assert score("timestamp missing", "itsdangerous.exc.BadTimeSignature: timestamp missing") == 1.0
+    assert score("No {type} named {name}", "KeyError: No filter named 'upper2'") == 1.0
     # a leading placeholder: the value comes first
-    assert pasted("{name} is required", "KeyError: 'port' is required") == 1.0
-    assert pasted("%s not found", "LookupError: 'config.toml' not found") == 1.0
-    assert pasted("{name} is required", "KeyError: 'port' is required here") == 0.0
+    assert score("{name} is required", "KeyError: 'port' is required") == 1.0
+    assert score("%s not found", "LookupError: 'config.toml' not found") == 1.0
+    assert score("{name} is required", "KeyError: 'port' is required here") == 0.0
     # the message goes on with words of its own: another message that happens to start alike
-    assert pasted("utf-8", "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff") == 0.0
-    assert pasted("timestamp missing", "BadTimeSignature: timestamp missing or malformed") == 0.0
+    assert score("utf-8", "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff") == 0.0
+    assert score("timestamp missing", "BadTimeSignature: timestamp missing or malformed") == 0.0
     # not at the message's start, or not a pasted error at all: two words are a coincidence
-    assert pasted("Invalid comparator: ${comp}", "ValueError: got an Invalid comparator: >=1") == 0.0
-    assert pasted("Invalid comparator: ${comp}", "what makes an invalid comparator: >=1 here?") == 0.0
+    assert score("Invalid comparator: ${comp}", "ValueError: got an Invalid comparator: >=1") == 0.0
+    assert score("Invalid comparator: ${comp}", "what makes an invalid comparator: >=1 here?") == 0.0
 
 
 def test_a_long_message_pasted_in_part_counts_as_a_quote() -> None:
