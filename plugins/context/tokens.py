@@ -16,6 +16,7 @@ from functools import lru_cache
 import snowballstemmer
 
 __all__ = [
+    "EXCEPTION_SUFFIXES",
     "STOPWORDS",
     "ErrorHead",
     "error_head",
@@ -159,6 +160,9 @@ def unique(tokens: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(tokens))
 
 
+EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
+"""How Python, JavaScript and Java name their exception types."""
+
 _ERROR_HEAD = re.compile(r"^[ \t]*((?:[A-Za-z_][\w$]*\.)*)([A-Z][\w$]*)[ \t]*:[ \t]+(?=\S)", re.M)
 r"""Blanks, not ``\s``, around the name: ``\s`` would cross line ends, and from every line start of a run of blank
 lines scan the rest of the run (quadratic)."""
@@ -177,16 +181,27 @@ class ErrorHead:
     message: str = ""
     """The rest of its line: the message (``unexpected '}'``)."""
 
+    @property
+    def reads_as_exception(self) -> bool:
+        """Whether the ``Name:`` reads as an exception type (``TypeError``, ``BadTimeSignature``, ``pkg.Gone``), not a
+        word of prose (``Question:``, ``Note:``)."""
+        return bool(self.module) or self.name.endswith(EXCEPTION_SUFFIXES) or len(identifier_parts(self.name)) > 1
+
 
 def error_head(query: str) -> ErrorHead | None:
     """The exception type a pasted error starts a line with: a capitalised (optionally module-qualified) name
     followed by a colon and the message (``TypeError: ...``, ``rich.errors.MarkupError: ...``, ``Error: ...``).
 
-    It says what *kind* of error was raised, not where: the message after it is what identifies the raise site."""
-    match = _ERROR_HEAD.search(query)
-    if match is None:
-        return None
-    module, name = match.group(1).rstrip("."), match.group(2)
-    line_end = query.find("\n", match.end())
-    message = query[match.end() : line_end if line_end >= 0 else len(query)]
-    return ErrorHead(f"{module}.{name}" if module else name, name, module, message)
+    It says what *kind* of error was raised, not where: the message after it is what identifies the raise site. The
+    first such line that reads as an exception type wins, so a line of prose above the error (``Context: ...``) does
+    not hide it; with none, the first ``Name:`` line."""
+    first: ErrorHead | None = None
+    for match in _ERROR_HEAD.finditer(query):
+        module, name = match.group(1).rstrip("."), match.group(2)
+        line_end = query.find("\n", match.end())
+        message = query[match.end() : line_end if line_end >= 0 else len(query)]
+        head = ErrorHead(f"{module}.{name}" if module else name, name, module, message)
+        if head.reads_as_exception:
+            return head
+        first = first or head
+    return first

@@ -40,7 +40,14 @@ import numpy as np
 from gateway_plugins.context.retrieval.graph import ImportGraph
 from gateway_plugins.context.retrieval.messages import Literal, literal_of, query_text, quote_score
 from gateway_plugins.context.retrieval.search_index import KIND_CLASS, KIND_MODULE, SearchIndex
-from gateway_plugins.context.tokens import ErrorHead, error_head, identifier_parts, query_identifiers, stem, tokenize
+from gateway_plugins.context.tokens import (
+    EXCEPTION_SUFFIXES,
+    error_head,
+    identifier_parts,
+    query_identifiers,
+    stem,
+    tokenize,
+)
 
 __all__ = ["RankedChunk", "Ranker", "RankingOptions"]
 
@@ -104,15 +111,8 @@ class RankingOptions:
     """Files changed by the pull requests of the tickets being worked on."""
 
 
-_EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
 _MAX_RAISE_SITES = 200
 """The best-scored chunks naming an exception that may take its quote (the rest rank too low to matter)."""
-
-
-def _names_an_exception(head: ErrorHead) -> bool:
-    """Whether a line's ``Name:`` reads as an exception type (``TypeError``, ``BadTimeSignature``, ``pkg.Gone``), not
-    a word of prose (``Question:``, ``Note:``)."""
-    return bool(head.module) or head.name.endswith(_EXCEPTION_SUFFIXES) or len(identifier_parts(head.name)) > 1
 
 
 def _defines(symbol: str | None, name: str) -> bool:
@@ -126,7 +126,7 @@ def _in_exception_class(symbol: str | None) -> bool:
     if symbol is None:
         return False
     owner = symbol.split(".", 1)[0]
-    return owner[:1].isupper() and owner.endswith(_EXCEPTION_SUFFIXES)
+    return owner[:1].isupper() and owner.endswith(EXCEPTION_SUFFIXES)
 
 
 @dataclass(frozen=True)
@@ -246,7 +246,7 @@ class Ranker:
 
         See :mod:`.messages`: runs of words in the same order, literals split at their format placeholders."""
         head = error_head(query)
-        quoted = query_text(query, head.message if head is not None and _names_an_exception(head) else "")
+        quoted = query_text(query, head.message if head is not None and head.reads_as_exception else "")
         if len(quoted.words) < 3 and not quoted.opening:
             return
         quotes: dict[int, float] = {}

@@ -38,6 +38,14 @@ def test_error_head_is_the_exception_type_of_a_pasted_error() -> None:
     assert error_head("where is url_for: defined?") is None  # not capitalised: not an exception type
 
 
+def test_a_line_of_prose_above_a_pasted_error_does_not_hide_it() -> None:
+    head = error_head("Context: loading the settings file\nValueError: Invalid value for port: 'abc'")
+    assert head is not None
+    assert (head.name, head.message) == ("ValueError", "Invalid value for port: 'abc'")
+    # with no line that reads as an exception type, the first ``Name:`` line still heads the question
+    assert error_head("Note: this fails\nSee: the log").name == "Note"  # type: ignore[union-attr]
+
+
 def test_british_spellings_meet_the_american_ones_in_code() -> None:
     for british, american in [
         ("colours", "colors"),

@@ -195,12 +195,18 @@ def test_a_short_message_pasted_whole_finds_its_raise_site() -> None:
             ),
         }
     )
-    ranked = Ranker(index).rank("TypeError: Invalid comparator: >=1.2.3.4", limit=3)
+    pasted = "TypeError: Invalid comparator: >=1.2.3.4"
+    ranked = Ranker(index).rank(pasted, limit=3)
     # the words alone favour the helper named after them; the message is the raise site's
     assert top_symbol(index, ranked) == "Rule.parse"
     # a line of prose that starts with a word and a colon is not a pasted error: two words are no quote there
     ranked = Ranker(index).rank("Question: invalid comparator checks?", limit=3)
     assert top_symbol(index, ranked) == "isInvalidComparator"
+    # a line of prose above the pasted error leaves the error's message a quote: the raise site wins by the quote's
+    # boost, not by the few words the exception type shares with it
+    ranked = Ranker(index).rank("Context: an invalid comparator never matches\n" + pasted, limit=3)
+    assert top_symbol(index, ranked) == "Rule.parse"
+    assert ranked[0].score - ranked[1].score > 0.5
 
 
 def test_type_declarations_rank_below_the_implementation() -> None:
