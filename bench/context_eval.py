@@ -83,6 +83,7 @@ SPLITS = {
     "heldout3": lambda: _heldout("heldout3"),
     "heldout4": lambda: _heldout("heldout4"),
     "heldout5": lambda: _heldout("heldout5"),
+    "heldout6": lambda: _heldout("heldout6"),
 }
 ROOTS: dict[str, str] = {}
 """Package -> repository root under the corpus folder, of the split being run."""
