@@ -25,6 +25,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from gateway_plugins.context.retrieval.ranker import RankingOptions
+from gateway_plugins.context.tenant_policy import TenantConnectorPolicy
 
 __all__ = ["ContextConfig", "DeclaredConnector", "RankingConfig", "SearchSettings"]
 
@@ -89,6 +90,7 @@ class ContextConfig(BaseModel):
     resources_page: int = Field(500, ge=10, le=10_000, description="Entries per resources/list page.")
     ranking: RankingConfig = Field(default_factory=RankingConfig)  # type: ignore[valid-type]
     search: SearchSettings = Field(default_factory=SearchSettings)
+    tenant_connectors: TenantConnectorPolicy = Field(default_factory=TenantConnectorPolicy)
     result_set_seconds: float = Field(
         900.0, ge=10.0, le=86_400.0, description="How long the cursor of a paginated REST search stays valid."
     )

@@ -30,6 +30,7 @@ from gateway.api import (
     ValidationFailed,
 )
 from gateway_plugins.context.repository import Repository
+from gateway_plugins.context.tenant_policy import TenantConnectorPolicy
 
 __all__ = ["ConnectorRegistry", "split_config"]
 
@@ -117,8 +118,18 @@ class ConnectorRegistry:
             candidate = f"{base}-{number}"
         return candidate, f"{candidate}~{secrets.token_hex(6)}"
 
-    async def add(self, tenant: str, config: Mapping[str, Any], *, origin: str = "tool") -> dict[str, Any]:
+    async def add(
+        self,
+        tenant: str,
+        config: Mapping[str, Any],
+        *,
+        origin: str = "tool",
+        policy: TenantConnectorPolicy | None = None,
+    ) -> dict[str, Any]:
+        """Store a new connector of ``tenant``; ``policy``: what it may name (None: anything, as config may)."""
         kind, name, options = split_config(config)
+        if policy is not None:
+            policy.check(tenant, options)  # before building: a refused secret is never looked up
         connector = self.build(kind, options)  # validates before anything is stored
         await connector.aclose()
         if await self.repo.connector_by_name(self.store, tenant, name) is not None:
@@ -147,8 +158,16 @@ class ConnectorRegistry:
             raise _name_taken(name) from None
         return row
 
-    async def update(self, tenant: str, connector_id: str, config: Mapping[str, Any]) -> tuple[dict, bool]:
-        """Apply a new name and/or options; returns (row, whether the indexed content may change)."""
+    async def update(
+        self,
+        tenant: str,
+        connector_id: str,
+        config: Mapping[str, Any],
+        *,
+        policy: TenantConnectorPolicy | None = None,
+    ) -> tuple[dict, bool]:
+        """Apply a new name and/or options; returns (row, whether the indexed content may change). ``policy``: what
+        the connector may name once changed (None: anything)."""
         row = await self.get(tenant, connector_id)
         kind = config.get("type", row["type"])
         if kind != row["type"]:
@@ -156,17 +175,21 @@ class ConnectorRegistry:
                 "a connector's type cannot change; remove it and add a new one",
                 details={"errors": [{"field": "connector_config.type", "message": "cannot change"}]},
             )
-        name = str(config.get("name", row["name"])).strip()
-        if not name:
+        name = config.get("name", row["name"])
+        problem = "must be a string" if not isinstance(name, str) else "must not be empty" if not name.strip() else ""
+        if problem:
             raise ValidationFailed(
-                "connector_config.name: must not be empty",
-                details={"errors": [{"field": "connector_config.name", "message": "must not be empty"}]},
+                f"connector_config.name: {problem}",
+                details={"errors": [{"field": "connector_config.name", "message": problem}]},
             )
+        name = name.strip()
         clash = await self.repo.connector_by_name(self.store, tenant, name)
         if clash is not None and clash["id"] != row["id"]:
             raise _name_taken(name)
         options = {k: v for k, v in config.items() if k not in _RESERVED}
         merged = {**row["config"], **_jsonable(options)}
+        if policy is not None:
+            policy.check(tenant, merged)
         connector = self.build(kind, merged)
         await connector.aclose()
         values = {"name": name, "config": merged, "updated_at": datetime.now(UTC)}

@@ -32,6 +32,7 @@ from gateway.api import (
     SkippedDocument,
     SkipReason,
     SourceDocument,
+    ToolError,
     ValidationFailed,
 )
 
@@ -196,7 +197,16 @@ class FileConnector:
             directory = stack.pop()
             try:
                 entries = sorted(os.scandir(directory), key=lambda e: e.name)
-            except OSError:
+            except OSError as exc:
+                if directory == self.root:  # unmounted, deleted, permissions changed: not "the source is empty"
+                    raise ToolError(
+                        f"the directory {self.root} cannot be read ({exc.strerror or exc}); nothing was removed "
+                        "from the index: restore it, or point the connector at its new place",
+                        code="source_unavailable",
+                        retryable=True,
+                        details={"root": str(self.root)},
+                    ) from None
+                skipped.append(SkippedDocument(directory.relative_to(self.root).as_posix() + "/", "unreadable"))
                 continue
             for entry in entries:
                 full = Path(entry.path)

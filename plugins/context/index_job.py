@@ -44,6 +44,8 @@ async def run_index_job(
         try:
             connector = await registry.instance(row)
             scan = None if isinstance(connector, IncrementalConnector) else await connector.scan()
+            if scan is not None and not scan.documents and not force:
+                await _refuse_to_empty(service, row, scan)
         except Exception as exc:
             await _record_failure(service, row, exc, failed)
             continue
@@ -142,6 +144,21 @@ async def _sync(
         progress=progress,
         should_stop=lambda: handle.stop_requested,
     )
+
+
+async def _refuse_to_empty(service: ContextService, row: dict[str, Any], scan: ScanResult) -> None:
+    """A source that offered documents before and none now is more likely gone (a volume not mounted, a checkout
+    half-done) than emptied on purpose: keep its index and say so. A forced re-index empties it."""
+    indexed = len(await service.repo.file_states(service.store, row["id"]))
+    if indexed:
+        skipped = Counter(s.reason for s in scan.skipped)
+        reasons = ", ".join(f"{n} {r}" for r, n in skipped.most_common()) or "the source is empty"
+        raise ToolError(
+            f"the source offers no document now ({reasons}) where {indexed} were indexed; nothing was removed: "
+            "if it really is empty, re-index with force or remove the connector",
+            code="source_unavailable",
+            retryable=True,
+        )
 
 
 async def _record_failure(service: ContextService, row: dict[str, Any], exc: BaseException, failed: list[str]) -> None:

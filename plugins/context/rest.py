@@ -48,6 +48,7 @@ from gateway_plugins.context.scopes import (
 from gateway_plugins.context.service import DEFAULT_TENANT, ContextService
 from gateway_plugins.context.settings import ConfigPatch, ConfigUpdated, ConfigView, patch_config, read_config
 from gateway_plugins.context.suggestions import suggest
+from gateway_plugins.context.tenant_policy import restricted
 
 __all__ = ["TIERS", "build_routes"]
 
@@ -161,7 +162,8 @@ def build_routes(service: ContextService) -> list[RestRoute]:
 
     async def post_connector(args: ConnectorCreate, ctx: CallContext) -> ConnectorCreated:
         with _rest_fields():
-            info = await service.add_connector(_tenant(ctx), {**args.config, "type": args.type, "name": args.name})
+            config = {**args.config, "type": args.type, "name": args.name}
+            info = await service.add_connector(_tenant(ctx), config, restricted=restricted(ctx))
         return ConnectorCreated(
             id=info.id, type=info.type, name=info.name, status=info.status, created_at=info.created_at
         )
@@ -169,7 +171,7 @@ def build_routes(service: ContextService) -> list[RestRoute]:
     async def put_connector(args: ConnectorUpdate, ctx: CallContext) -> ConnectorUpdated:
         changes = {**(args.config or {}), **({"name": args.name} if args.name is not None else {})}
         with _rest_fields():
-            change = await service.update_connector(_tenant(ctx), args.id, changes)
+            change = await service.update_connector(_tenant(ctx), args.id, changes, restricted=restricted(ctx))
         if change.job is not None:
             state, message = "reconfiguring", f"configuration updated; re-indexing started (job {change.job.id})"
         else:

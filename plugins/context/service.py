@@ -41,6 +41,7 @@ from gateway_plugins.context.pages import CursorCodec
 from gateway_plugins.context.repository import Repository
 from gateway_plugins.context.retrieval.ranker import Ranker
 from gateway_plugins.context.stats import SearchStats
+from gateway_plugins.context.tenant_policy import TenantConnectorPolicy
 from gateway_plugins.context.vectors import ChunkVectors
 
 log = structlog.get_logger(__name__)
@@ -201,15 +202,22 @@ class ContextService:
         assert self.connectors is not None
         return await self.connector_info(await self.connectors.get(tenant, connector_id))
 
-    async def add_connector(self, tenant: str, config: Mapping[str, Any]) -> ConnectorInfo:
-        """Add a connector (``{"type", "name", ...the type's options}``); it is indexed by the next start."""
-        assert self.connectors is not None
-        return await self.connector_info(await self.connectors.add(tenant, config))
+    def _policy(self, restricted: bool) -> TenantConnectorPolicy | None:
+        return self.config.tenant_connectors if restricted else None
 
-    async def update_connector(self, tenant: str, connector_id: str, config: Mapping[str, Any]) -> ConnectorChange:
+    async def add_connector(self, tenant: str, config: Mapping[str, Any], *, restricted: bool = False) -> ConnectorInfo:
+        """Add a connector (``{"type", "name", ...the type's options}``); it is indexed by the next start.
+        ``restricted``: an authenticated caller's, held to ``[plugins.context.tenant_connectors]``."""
+        assert self.connectors is not None
+        row = await self.connectors.add(tenant, config, policy=self._policy(restricted))
+        return await self.connector_info(row)
+
+    async def update_connector(
+        self, tenant: str, connector_id: str, config: Mapping[str, Any], *, restricted: bool = False
+    ) -> ConnectorChange:
         """Rename a connector and/or change its options; when what it indexes changed, start re-indexing it."""
         assert self.connectors is not None
-        row, changed = await self.connectors.update(tenant, connector_id, config)
+        row, changed = await self.connectors.update(tenant, connector_id, config, policy=self._policy(restricted))
         job, note = None, ""
         if changed:
             try:

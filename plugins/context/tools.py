@@ -20,6 +20,7 @@ from gateway_plugins.context.related import related_info
 from gateway_plugins.context.scopes import CONNECTORS_READ, CONNECTORS_WRITE, INDEX_READ, INDEX_WRITE, SEARCH_READ
 from gateway_plugins.context.search import format_results, search
 from gateway_plugins.context.service import DEFAULT_TENANT, ContextService, field_error
+from gateway_plugins.context.tenant_policy import restricted
 
 __all__ = ["build_tools", "index_control", "manage_connectors"]
 
@@ -42,8 +43,11 @@ async def index_control(service: ContextService, tenant: str, args: IndexControl
     return await service.start_indexing(tenant, args.connectors, force=args.action == "force_reindex")
 
 
-async def manage_connectors(service: ContextService, tenant: str, args: ConnectorInput) -> ConnectorOutput:
-    """``context.connector_management``: its action, by the service's operation of that name."""
+async def manage_connectors(
+    service: ContextService, tenant: str, args: ConnectorInput, *, restricted: bool = False
+) -> ConnectorOutput:
+    """``context.connector_management``: its action, by the service's operation of that name. ``restricted``: the
+    caller is authenticated, and what its connectors may name is ``[plugins.context.tenant_connectors]``'s."""
     action, connector_id, config = args.action, args.connector_id, args.connector_config
     if action == "list":
         infos = await service.list_connectors(tenant)
@@ -51,7 +55,7 @@ async def manage_connectors(service: ContextService, tenant: str, args: Connecto
     if action == "add":
         if not config:
             raise field_error("connector_config", "required for add")
-        info = await service.add_connector(tenant, config)
+        info = await service.add_connector(tenant, config, restricted=restricted)
         message = f"connector {info.id!r} added; run context.index_control start to index it"
         return ConnectorOutput(action=action, message=message, connectors=[info])
     if not connector_id:
@@ -59,7 +63,7 @@ async def manage_connectors(service: ContextService, tenant: str, args: Connecto
     if action == "update":
         if not config:
             raise field_error("connector_config", "required for update")
-        change = await service.update_connector(tenant, connector_id, config)
+        change = await service.update_connector(tenant, connector_id, config, restricted=restricted)
         message = f"connector {connector_id!r} updated" + (f"; {change.note}" if change.note else "")
         return ConnectorOutput(action=action, message=message, connectors=[change.connector])
     removed = await service.remove_connector(tenant, connector_id)
@@ -79,7 +83,7 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
         return await index_control(service, _tenant(ctx), args)
 
     async def connectors_tool(args: ConnectorInput, ctx: CallContext) -> ConnectorOutput:
-        return await manage_connectors(service, _tenant(ctx), args)
+        return await manage_connectors(service, _tenant(ctx), args, restricted=restricted(ctx))
 
     return [
         Tool(

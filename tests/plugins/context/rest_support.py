@@ -63,7 +63,10 @@ ROOMY = {
 
 
 def rest_config(data_dir: Path, *, tiers: dict[str, Any] | None = None, **context: Any) -> dict[str, Any]:
-    config = context_config(context=context or None, rest={"tiers": tiers if tiers is not None else ROOMY})
+    """An ``api_key`` deployment whose tenants may index the test session's temporary directories (``data_dir`` is
+    ``<basetemp>/<test>/data``; the tests' sample repositories are in other ``<basetemp>/<test>`` directories)."""
+    context.setdefault("tenant_connectors", {"roots": [str(data_dir.parents[1])]})
+    config = context_config(context=context, rest={"tiers": tiers if tiers is not None else ROOMY})
     config["providers"]["auth"] = "api_key"
     config["gateway"] = {"log_level": "warning", "data_dir": str(data_dir), "identity": "local"}
     config["sanitize"] = {"logs": ""}

@@ -264,3 +264,56 @@ async def test_searches_while_a_job_writes_never_fail(tmp_path: Path, embed_data
         assert searches > 0
         final = await call(client, "context.search", {"query": "handler_77", "top_k": 1})
         assert final["results"][0]["metadata"]["symbol"] == "handler_77"
+
+
+async def test_a_root_gone_or_emptied_keeps_the_index_and_says_so(repo: Path, data_dir: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    (other / "pkg").mkdir(parents=True)
+    (other / "pkg" / "tax.py").write_text("def vat(amount):\n    return amount * 0.2\n")
+    async with running_gateway(context_config(), data_dir) as client:
+        shop = await add_file_connector(client, repo)
+        await add_file_connector(client, other, name="other")
+        await index_and_wait(client)
+        service = client.runtime.packs["context"].service
+        indexed = len(await service.store.fetch_all("SELECT id FROM ctx_files"))
+        moved = tmp_path / "moved"
+        repo.rename(moved)  # an unmounted volume, a checkout moved away
+        status = await index_and_wait(client)
+        assert status["last_completed"]["error"].startswith("1 of 2 connector(s) failed: file-shop: the directory")
+        listed = {
+            c["id"]: c for c in (await call(client, "context.connector_management", {"action": "list"}))["connectors"]
+        }
+        assert listed[shop]["status"] == "error" and "nothing was removed" in listed[shop]["stats"]["last_error"]
+        assert listed["file-other"]["status"] == "active"  # the other connector was indexed as usual
+        assert len(await service.store.fetch_all("SELECT id FROM ctx_files")) == indexed
+        hits = await call(client, "context.search", {"query": "expired card refused", "top_k": 3})
+        assert hits["results"][0]["metadata"]["symbol"] == "charge_card"
+
+        repo.mkdir()  # back, but empty (a mount point without its volume)
+        await index_and_wait(client)
+        listed = {
+            c["id"]: c for c in (await call(client, "context.connector_management", {"action": "list"}))["connectors"]
+        }
+        assert listed[shop]["status"] == "error"
+        assert "offers no document now" in listed[shop]["stats"]["last_error"]
+        assert len(await service.store.fetch_all("SELECT id FROM ctx_files")) == indexed
+
+        await index_and_wait(client, [shop], action="force_reindex")  # emptied on purpose: forcing empties it
+        listed = {
+            c["id"]: c for c in (await call(client, "context.connector_management", {"action": "list"}))["connectors"]
+        }
+        assert listed[shop]["stats"]["documents_indexed"] == 0
+
+
+async def test_a_rename_must_be_a_non_empty_string(repo: Path, data_dir: Path) -> None:
+    async with running_gateway(context_config(), data_dir) as client:
+        shop = await add_file_connector(client, repo)
+        for name, problem in ((None, "must be a string"), (123, "must be a string"), ("  ", "must not be empty")):
+            error = await call_error(
+                client,
+                "context.connector_management",
+                {"action": "update", "connector_id": shop, "connector_config": {"name": name}},
+            )
+            assert error["details"]["errors"] == [{"field": "connector_config.name", "message": problem}], name
+        [info] = (await call(client, "context.connector_management", {"action": "list"}))["connectors"]
+        assert info["name"] == "shop"

@@ -53,6 +53,7 @@ def test_the_readme_session_runs_as_written(tmp_path: Path, embed_data_dir: Path
     config, script = _blocks()
     assert "gateway tokens issue" in script and "/search" in script and "/index/start" in script
     repo = sample_repo(tmp_path / "backend")
+    config = config.replace("/srv/repos", tmp_path.as_posix())
     (tmp_path / "context.toml").write_text(f'{config}\n[gateway]\ndata_dir = "{embed_data_dir.as_posix()}"\n')
     port = _free_port()
     runnable = script.replace("8765", str(port)).replace("/srv/repos/backend", str(repo))
