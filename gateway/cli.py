@@ -92,6 +92,16 @@ def _run(main: Callable[[], Any]) -> Any:
     return anyio.run(main)
 
 
+def _sole_cause(group: BaseExceptionGroup) -> BaseException | None:
+    """The one exception inside nested groups of one exception each, else None."""
+    current: BaseException = group
+    while isinstance(current, BaseExceptionGroup):
+        if len(current.exceptions) != 1:
+            return None
+        current = current.exceptions[0]
+    return current
+
+
 class GatewayGroup(click.Group):
     """Adds plugin commands (``gateway_register_commands``) when the command line is built."""
 
@@ -117,6 +127,13 @@ class GatewayGroup(click.Group):
             return super().invoke(ctx)
         except GatewayError as exc:
             raise click.ClickException(str(exc)) from None
+        except BaseExceptionGroup as group:  # raised inside a task group (serving): one cause, told as itself
+            cause = _sole_cause(group)
+            if isinstance(cause, GatewayError):
+                raise click.ClickException(str(cause)) from None
+            if isinstance(cause, SystemExit | KeyboardInterrupt | click.ClickException):
+                raise cause from None
+            raise
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._load_plugin_commands()

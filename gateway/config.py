@@ -201,6 +201,8 @@ def load_config(path: str | Path) -> LoadedConfig:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the configuration: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}): TOML files are UTF-8") from None
     return parse_config(text, source=str(path), base_dir=path.resolve().parent)
 
 

@@ -19,6 +19,7 @@ This module imports only :mod:`gateway.api` and libraries: layers are providers 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from gateway.api import (
     sanitize_off_loop,
 )
 
-__all__ = ["PipelineReport", "SanitizationPipeline"]
+__all__ = ["PipelineReport", "SanitizationPipeline", "sweep_known_values"]
 
 log = structlog.get_logger(__name__)
 
@@ -71,6 +72,27 @@ class PipelineReport(SanitizationReport):
     unresolved: list[Finding] = field(default_factory=list)
     """Findings that made the pipeline refuse: not redactable, or still present after all layers."""
     findings_by_field: dict[str, list[Finding]] = field(default_factory=dict)
+
+
+SWEEP_MIN_CHARS = 6
+"""Shorter redacted values are not swept across fields: a user name ``dev`` found in a home path must not turn every
+"dev" of the prose into a placeholder."""
+
+
+def sweep_known_values(outputs: dict[str, str], placeholders: PlaceholderMap) -> dict[str, str]:
+    """Replace, in every field, the values a layer redacted in any field of the submission.
+
+    A layer recognises a secret by its context (``DB_PASSWORD = "..."`` in a code snippet); the same value in another
+    field (the root cause quoting it) has no such context and would pass. As a whole word (not inside a longer run of
+    letters and digits), each value of :data:`SWEEP_MIN_CHARS` or more becomes its placeholder everywhere."""
+    pairs = [(value, token) for value, token in placeholders.replaced() if len(value) >= SWEEP_MIN_CHARS]
+    if not pairs:
+        return outputs
+    tokens = dict(pairs)
+    pattern = re.compile(
+        r"(?<![A-Za-z0-9])(?:" + "|".join(re.escape(value) for value, _ in pairs) + r")(?![A-Za-z0-9])"
+    )
+    return {name: pattern.sub(lambda m: tokens[m.group(0)], text) for name, text in outputs.items()}
 
 
 class SanitizationPipeline:
@@ -157,6 +179,7 @@ class SanitizationPipeline:
                 unresolved.extend(rescan.findings)
             outputs[name] = current
             by_field[name] = found
+        outputs = sweep_known_values(outputs, placeholders)
         findings = [f for name in by_field for f in by_field[name]]
         if unresolved:
             details = (

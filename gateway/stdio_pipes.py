@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import io
 import os
+import selectors
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -107,10 +108,19 @@ class PipeWriter:
         await self._protocol.drained()
 
 
-def _is_pipe_like(fd: int) -> bool:
-    """What asyncio's pipe transports accept: a pipe, a socket or a character device (not a regular file)."""
+def _is_pipe_like(fd: int, events: int = selectors.EVENT_READ) -> bool:
+    """What asyncio's pipe transports accept: a pipe, a socket or a character device (not a regular file) that the
+    event loop's selector can watch (epoll refuses some devices, ``/dev/null`` among them: the transport would fail
+    later, in a callback, and never see the end of input)."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    with selectors.DefaultSelector() as probe:
+        try:
+            probe.register(fd, events)
+        except OSError:
+            return False
+    return True
 
 
 @contextlib.asynccontextmanager
@@ -139,7 +149,7 @@ async def stdio_pipes() -> AsyncIterator[tuple[LineSource, LineSink]]:
         else:
             raw_in = os.fdopen(wire_in, "rb", closefd=False)
             lines = anyio.wrap_file(io.TextIOWrapper(raw_in, encoding="utf-8", errors="replace", newline="\n"))
-        if _is_pipe_like(wire_out):
+        if _is_pipe_like(wire_out, selectors.EVENT_WRITE):
             write_transport, _ = await loop.connect_write_pipe(
                 lambda: flow, os.fdopen(wire_out, "wb", buffering=0, closefd=False)
             )

@@ -54,6 +54,10 @@ class PlaceholderMap:
     def __len__(self) -> int:
         return len(self._by_value)
 
+    def replaced(self) -> list[tuple[str, str]]:
+        """Every (value, placeholder) given out so far, longest value first."""
+        return sorted(((value, token) for (_, value), token in self._by_value.items()), key=lambda p: -len(p[0]))
+
 
 @dataclass
 class SanitizedText:

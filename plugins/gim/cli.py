@@ -21,7 +21,7 @@ def register(cli: Any) -> None:
 
     @gim.command("stats")
     @click.option("--issue", "issue_id", default=None, help="An issue id (master or child): that issue's stats.")
-    @click.option("--indent", default=2, show_default=True, help="JSON indentation.")
+    @click.option("--indent", default=2, show_default=True, type=click.IntRange(0, 16), help="JSON indentation.")
     @click.pass_context
     def stats(ctx: click.Context, issue_id: str | None, indent: int) -> None:
         """Print GlobalUsageStats, or IssueUsageStats of one issue."""

@@ -224,7 +224,12 @@ class GimCore:
         timestamp: datetime | None = None,
         db: Any = None,
     ) -> str:
-        """Store a usage event (in ``db`` when given, so it commits with the action it describes)."""
+        """Store a usage event (in ``db`` when given, so it commits with the action it describes). What the caller
+        named (session id, model, provider) goes through the query layers first: an identifier field can hold a
+        pasted key as well as any text."""
+        session_id, model, provider = [
+            await self.sanitization.sanitize_query(value) if value else value for value in (session_id, model, provider)
+        ]
         event_id = str(uuid.uuid4())
         await self.repo.insert_event(
             db or self.store,

@@ -10,9 +10,10 @@ concurrent confirmations of one issue are applied one after the other.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from gateway.api import CallContext, NotFound, ValidationFailed
+from gateway.api import CallContext, FieldKind, NotFound, SanitizationFailed, ValidationFailed
 from gateway_plugins.gim.confidence import VoteTally
 from gateway_plugins.gim.schemas import (
     ConfirmFixInput,
@@ -66,10 +67,60 @@ async def get_fix_bundle(core: GimCore, args: GetFixBundleInput, ctx: CallContex
     )
 
 
+def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(field path, text) of every string in a JSON value."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _leaves(item, f"{path}.{index}")
+
+
+def _rebuilt(value: Any, path: str, clean: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return clean[path]
+    if isinstance(value, dict):
+        return {key: _rebuilt(item, f"{path}.{key}", clean) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_rebuilt(item, f"{path}.{index}", clean) for index, item in enumerate(value)]
+    return value
+
+
+async def _sanitized_confirmation(core: GimCore, args: ConfirmFixInput) -> ConfirmFixInput:
+    """The confirmation with its free text (notes, session id, the environment's strings) through the same
+    sanitization as a submission: what is stored never holds a secret, and a text that cannot be made safe is
+    refused (fail closed)."""
+    fields = {name: (text, FieldKind.FREE_TEXT) for name, text in _leaves(args.environment, "environment")}
+    if args.notes:
+        fields["notes"] = (args.notes, FieldKind.FREE_TEXT)
+    if args.session_id:
+        fields["session_id"] = (args.session_id, FieldKind.FREE_TEXT)
+    if not fields:
+        return args
+    report = await core.sanitization.sanitize_fields(fields)
+    if report.refused:
+        raise SanitizationFailed(
+            getattr(report, "details", None) or "The confirmation holds sensitive data that could not be redacted.",
+            details={"confidence_score": round(report.confidence, 4)},
+        )
+    clean = dict(report.fields)
+    return args.model_copy(
+        update={
+            "environment": _rebuilt(args.environment, "environment", clean),
+            "notes": clean.get("notes", args.notes),
+            "session_id": clean.get("session_id", args.session_id),
+        }
+    )
+
+
 async def confirm_fix(core: GimCore, args: ConfirmFixInput, ctx: CallContext) -> ConfirmFixOutput:
     from gateway_plugins.gim.core import utcnow
 
     master_id = await resolve_master(core, args.issue_id)
+    args = await _sanitized_confirmation(core, args)
     now = utcnow()
     async with core.store.transaction() as tx:
         if not await core.repo.lock_master(tx, master_id, now):

@@ -63,6 +63,7 @@ def _fields(args: SubmitIssueInput) -> dict[str, tuple[str, FieldKind]]:
         "error_description": (args.error_description, _F),
         "root_cause": (args.root_cause, _F),
         "model": (args.model, _F),
+        "provider": (args.provider, _F),
     }
     if args.error_message:
         fields["error_message"] = (args.error_message, _E)
@@ -172,7 +173,7 @@ def _derive(args: SubmitIssueInput, clean: dict[str, str]) -> Prepared:
     model_info = ModelInfo(
         provider=provider if provider in PROVIDERS else "other",  # type: ignore[arg-type]
         model_name=clean["model"],
-        behavior_notes=[] if provider in PROVIDERS else [f"reported provider: {args.provider.strip()[:100]}"],
+        behavior_notes=[] if provider in PROVIDERS else [f"reported provider: {clean['provider'].strip()[:100]}"],
     )
     environment = EnvironmentInfo.model_validate(
         {key.removeprefix("env."): value for key, value in clean.items() if key.startswith("env.")}

@@ -15,7 +15,7 @@ field):
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -241,6 +241,15 @@ class ReportUsageInput(_Input):
     model: str | None = Field(default=None, max_length=200, description="Model making the request")
     provider: str | None = Field(default=None, max_length=100, description="Provider of the model")
     timestamp: AwareDatetime = Field(description="When the event happened (RFC 3339, with a time zone)")
+
+    @field_validator("timestamp")
+    @classmethod
+    def _representable_in_utc(cls, value: datetime) -> datetime:
+        """Events are stored in UTC: ``0001-01-01T00:00:00+10:00`` is a valid RFC 3339 time with no UTC year."""
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("out of range: the time must fall between years 1 and 9999 in UTC") from None
 
 
 class ReportUsageOutput(BaseModel):

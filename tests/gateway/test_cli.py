@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -132,3 +135,33 @@ def test_bad_arguments_are_a_usage_error_naming_their_source(
     )
     assert result.exit_code == 2
     assert f"Invalid value for ARGUMENTS: {message.replace('{dir}', str(tmp_path))}" in result.stderr
+
+
+def test_serve_failures_are_one_line_not_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[packs\n")
+    remote = tmp_path / "remote.toml"
+    remote.write_text('[transport]\nkind = "http"\nhost = "0.0.0.0"\n')
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe[packs]\n")
+    env = {**os.environ, "MCP_GATEWAY_DATA_DIR": str(tmp_path / "data")}
+    for config, expected in (
+        (bad, "not valid TOML"),
+        (remote, "'providers.auth' is 'none'"),
+        (binary, "not UTF-8 text"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "gateway", "--config", str(config), "serve"],
+            stdin=subprocess.DEVNULL,  # also: a gateway whose stdin is /dev/null ends instead of waiting
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+        assert done.returncode == 1, done.stderr
+        assert expected in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_indent_must_be_a_small_non_negative_number(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--config", _config(tmp_path), "gim", "stats", "--indent", "-3"])
+    assert result.exit_code == 2 and "-3 is not in the range 0<=x<=16" in result.output

@@ -21,7 +21,7 @@ from gateway.api import (
     SanitizationFailed,
     SanitizedText,
 )
-from gateway.sanitization import SanitizationPipeline
+from gateway.sanitization import SanitizationPipeline, sweep_known_values
 from gateway_plugins.sanitizers import plugin as sanitizers_plugin
 from gateway_plugins.sanitizers.contextual import ContextualSanitizer
 from gateway_plugins.sanitizers.patterns import PatternSanitizer
@@ -229,3 +229,20 @@ def test_many_short_fields_let_other_tasks_run_between_them(monkeypatch: pytest.
 
     anyio.run(main)
     assert turns > 50, "the other task got a turn between the fields' layers"
+
+
+def test_a_value_redacted_in_one_field_is_swept_from_the_others() -> None:
+    placeholders = PlaceholderMap()
+    secret = placeholders.placeholder("PASSWORD", "Zq8xTr0ub4dor3kW")
+    user = placeholders.placeholder("USER", "dev")
+    swept = sweep_known_values(
+        {
+            "code": f'DB_PASSWORD = "{secret}"\nHOME = "/home/{user}"',
+            "cause": "The value Zq8xTr0ub4dor3kW had expired; Zq8xTr0ub4dor3kWx is another word. The dev server.",
+        },
+        placeholders,
+    )
+    assert swept["cause"] == (
+        "The value <PASSWORD_1> had expired; Zq8xTr0ub4dor3kWx is another word. The dev server."
+    )  # whole words only, and a value too short to be told from prose ("dev") stays
+    assert swept["code"] == f'DB_PASSWORD = "{secret}"\nHOME = "/home/{user}"'

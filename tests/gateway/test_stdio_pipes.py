@@ -3,6 +3,7 @@ for regular files, exercised in a real child process."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -54,3 +55,14 @@ def test_regular_files_are_read_and_written_through_a_thread(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr.decode()
     assert out.read_text() == "echo 6 hello\necho 6 world\nafter True True\n"
     assert "stray print" in done.stderr.decode() and "stray write" in done.stderr.decode()
+
+
+def test_devices_the_event_loop_cannot_watch_are_read_as_files() -> None:
+    # epoll refuses /dev/null (``docker run`` without -i, systemd units, nohup): the child must see the end of input
+    # and finish, not wait forever on a reader that was never registered
+    with open(os.devnull, "rb") as stdin, open(os.devnull, "wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD], stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=60
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert "Operation not permitted" not in done.stderr.decode()

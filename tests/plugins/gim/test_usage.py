@@ -100,3 +100,19 @@ def test_cli_gim_stats(tmp_path: Path, data_dir: Path) -> None:
     assert json.loads(one.stdout)["verification_count"] == 1
     unknown = runner.invoke(cli, ["--config", str(config), "gim", "stats", "--issue", str(uuid.uuid4())])
     assert unknown.exit_code != 0 and "not_found" in unknown.output
+
+
+@pytest.mark.anyio
+async def test_a_time_with_no_utc_year_is_a_validation_error(gim: Any) -> None:
+    for timestamp in ("0001-01-01T00:00:00+10:00", "9999-12-31T23:59:59-10:00"):
+        result = await gim.call_tool(
+            "gim_report_usage", {"event_type": "search", "session_id": "s", "timestamp": timestamp}
+        )
+        assert result.is_error
+        error = json.loads(result.content[0].text)["error"]
+        assert error["code"] == "validation_error", error
+        assert error["details"]["errors"][0]["field"] == "timestamp", error
+    recorded = await call(
+        gim, "gim_report_usage", {"event_type": "search", "session_id": "s", "timestamp": "2026-01-01T05:00:00+10:00"}
+    )
+    assert recorded["status"] == "recorded"
