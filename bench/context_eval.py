@@ -1,5 +1,5 @@
 """Code-search quality of the context pack on the benchmark of ``../shared/eval/context`` (development split) or on
-a held-out split: ``bench/data/context_heldout`` or ``context_heldout2`` to ``context_heldout5`` (other packages, same
+a held-out split: ``bench/data/context_heldout`` or ``context_heldout2`` to ``context_heldout6`` (other packages, same
 rules).
 
 Each package is indexed into a deployment of its own (the protocol scores each package against its own index) through
@@ -20,6 +20,8 @@ start, status until done) and every question is asked through ``context.search``
     ./dev python bench/context_eval.py --split heldout4 [--ablation]
     bash bench/data/context_heldout5/fetch_corpus.sh      # once: the fifth held-out packages
     ./dev python bench/context_eval.py --split heldout5 [--ablation]
+    bash bench/data/context_heldout6/fetch_corpus.sh      # once: the sixth held-out packages
+    ./dev python bench/context_eval.py --split heldout6 [--ablation]
 """
 
 from __future__ import annotations

@@ -75,8 +75,7 @@ class PipelineReport(SanitizationReport):
 
 
 SWEEP_MIN_CHARS = 6
-"""Shorter redacted values are not swept across fields: a user name ``dev`` found in a home path must not turn every
-"dev" of the prose into a placeholder."""
+"""Shorter redacted values are not swept across fields: too many of them are also ordinary words."""
 
 
 def sweep_known_values(outputs: dict[str, str], placeholders: PlaceholderMap) -> dict[str, str]:
@@ -84,8 +83,15 @@ def sweep_known_values(outputs: dict[str, str], placeholders: PlaceholderMap) ->
 
     A layer recognises a secret by its context (``DB_PASSWORD = "..."`` in a code snippet); the same value in another
     field (the root cause quoting it) has no such context and would pass. As a whole word (not inside a longer run of
-    letters and digits), each value of :data:`SWEEP_MIN_CHARS` or more becomes its placeholder everywhere."""
-    pairs = [(value, token) for value, token in placeholders.replaced() if len(value) >= SWEEP_MIN_CHARS]
+    letters and digits), each value of :data:`SWEEP_MIN_CHARS` or more becomes its placeholder everywhere: a secret
+    whatever it looks like, anything else (an e-mail, a phone number, a host) unless it is a plain word. A user name
+    found in a home path (``/home/ubuntu``) is not swept: "ubuntu" is also the system in the environment, and
+    "runner" a word of the prose."""
+    pairs = [
+        (value, token)
+        for value, token, category in placeholders.replaced()
+        if len(value) >= SWEEP_MIN_CHARS and (category == "secret" or not value.isalpha())
+    ]
     if not pairs:
         return outputs
     tokens = dict(pairs)

@@ -39,8 +39,11 @@ class PlaceholderMap:
     def __init__(self) -> None:
         self._by_value: dict[tuple[str, str], str] = {}
         self._counts: dict[str, int] = {}
+        self._categories: dict[tuple[str, str], Category | None] = {}
 
-    def placeholder(self, label: str, value: str) -> str:
+    def placeholder(self, label: str, value: str, *, category: Category | None = None) -> str:
+        """The placeholder of ``value`` (``<LABEL_n>``). ``category``, when the layer knows it, decides whether
+        the value is also swept from the submission's other fields (see :meth:`replaced`)."""
         key = (label, value)
         existing = self._by_value.get(key)
         if existing is not None:
@@ -49,14 +52,16 @@ class PlaceholderMap:
         self._counts[label] = number
         token = f"<{label}_{number}>"
         self._by_value[key] = token
+        self._categories[key] = category
         return token
 
     def __len__(self) -> int:
         return len(self._by_value)
 
-    def replaced(self) -> list[tuple[str, str]]:
-        """Every (value, placeholder) given out so far, longest value first."""
-        return sorted(((value, token) for (_, value), token in self._by_value.items()), key=lambda p: -len(p[0]))
+    def replaced(self) -> list[tuple[str, str, Category | None]]:
+        """Every (value, placeholder, category) given out so far, longest value first."""
+        found = [(key[1], token, self._categories.get(key)) for key, token in self._by_value.items()]
+        return sorted(found, key=lambda item: -len(item[0]))
 
 
 @dataclass

@@ -332,7 +332,7 @@ def redact(text: str, chosen: Sequence[Candidate], placeholders: PlaceholderMap,
     cursor = 0
     for cand in chosen:
         rule = cand.rule
-        token = placeholders.placeholder(rule.label, text[cand.start : cand.end])
+        token = placeholders.placeholder(rule.label, text[cand.start : cand.end], category=rule.category)
         parts.append(text[cursor : cand.start])
         parts.append(token)
         cursor = cand.end

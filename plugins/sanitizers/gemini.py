@@ -159,7 +159,7 @@ class GeminiSanitizer:
             if not 0 <= index < len(redactions):
                 raise _failed("the model's rewrite uses a marker without a redaction")
             item = redactions[index]
-            return placeholders.placeholder(_label(item), item.original)
+            return placeholders.placeholder(_label(item), item.original, category=item.category)
 
         result = _MARKER.sub(substitute, answer.sanitized_text)
         if "[[REDACTED" in result:
@@ -167,7 +167,7 @@ class GeminiSanitizer:
         self._verify(text, result, redactions)
         findings = [
             Finding(item.kind, item.category, match.start(), match.end(), 0.8, self.name,
-                    placeholders.placeholder(_label(item), item.original))
+                    placeholders.placeholder(_label(item), item.original, category=item.category))
             for item in redactions
             for match in re.finditer(re.escape(item.original), text)
         ]  # fmt: skip

@@ -233,16 +233,22 @@ def test_many_short_fields_let_other_tasks_run_between_them(monkeypatch: pytest.
 
 def test_a_value_redacted_in_one_field_is_swept_from_the_others() -> None:
     placeholders = PlaceholderMap()
-    secret = placeholders.placeholder("PASSWORD", "Zq8xTr0ub4dor3kW")
-    user = placeholders.placeholder("USER", "dev")
+    secret = placeholders.placeholder("PASSWORD", "Zq8xTr0ub4dor3kW", category="secret")
+    word_secret = placeholders.placeholder("PASSWORD", "correcthorse", category="secret")
+    email = placeholders.placeholder("EMAIL", "jane@northwind-corp.io", category="pii")
+    user = placeholders.placeholder("PATH_USER", "ubuntu", category="pii")
+    short = placeholders.placeholder("PASSWORD", "hunt3", category="secret")
+    code = f'DB_PASSWORD = "{secret}"\nPW2 = "{word_secret}" # {short}\nHOME = "/home/{user}"  # {email}'
     swept = sweep_known_values(
         {
-            "code": f'DB_PASSWORD = "{secret}"\nHOME = "/home/{user}"',
-            "cause": "The value Zq8xTr0ub4dor3kW had expired; Zq8xTr0ub4dor3kWx is another word. The dev server.",
+            "code": code,
+            "cause": "The value Zq8xTr0ub4dor3kW had expired (not Zq8xTr0ub4dor3kWx), correcthorse too; mail "
+            "jane@northwind-corp.io. Runs on ubuntu 22.04; hunt3 is short.",
         },
         placeholders,
     )
     assert swept["cause"] == (
-        "The value <PASSWORD_1> had expired; Zq8xTr0ub4dor3kWx is another word. The dev server."
-    )  # whole words only, and a value too short to be told from prose ("dev") stays
-    assert swept["code"] == f'DB_PASSWORD = "{secret}"\nHOME = "/home/{user}"'
+        "The value <PASSWORD_1> had expired (not Zq8xTr0ub4dor3kWx), <PASSWORD_2> too; mail <EMAIL_1>. "
+        "Runs on ubuntu 22.04; hunt3 is short."
+    )  # whole words only; a user name that is a plain word, and a value too short to tell from prose, stay
+    assert swept["code"] == code
