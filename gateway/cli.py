@@ -20,6 +20,7 @@ from gateway import inventory
 from gateway.api.errors import GatewayError
 from gateway.api.tools import Reindexable, ToolPack
 from gateway.app import DEFAULT_CONFIG, prepare, read_config, running_runtime
+from gateway.cli_errors import cli_failure
 from gateway.config import LogLevel
 from gateway.logs import configure_logging
 from gateway.plugin_manager import create_plugin_manager
@@ -92,16 +93,6 @@ def _run(main: Callable[[], Any]) -> Any:
     return anyio.run(main)
 
 
-def _sole_cause(group: BaseExceptionGroup) -> BaseException | None:
-    """The one exception inside nested groups of one exception each, else None."""
-    current: BaseException = group
-    while isinstance(current, BaseExceptionGroup):
-        if len(current.exceptions) != 1:
-            return None
-        current = current.exceptions[0]
-    return current
-
-
 class GatewayGroup(click.Group):
     """Adds plugin commands (``gateway_register_commands``) when the command line is built."""
 
@@ -125,15 +116,11 @@ class GatewayGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except GatewayError as exc:
-            raise click.ClickException(str(exc)) from None
-        except BaseExceptionGroup as group:  # raised inside a task group (serving): one cause, told as itself
-            cause = _sole_cause(group)
-            if isinstance(cause, GatewayError):
-                raise click.ClickException(str(cause)) from None
-            if isinstance(cause, SystemExit | KeyboardInterrupt | click.ClickException):
-                raise cause from None
-            raise
+        except (GatewayError, BaseExceptionGroup) as exc:
+            replacement = cli_failure(exc)
+            if replacement is None:
+                raise
+            raise replacement from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._load_plugin_commands()
