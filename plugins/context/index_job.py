@@ -68,8 +68,7 @@ async def run_index_job(
             continue
         skipped = Counter(s.reason for s in scan.skipped) if scan is not None else Counter()
         if scan is not None and not scan.documents:  # an empty index must never be a mystery
-            reasons = ", ".join(f"{n} {r}" for r, n in skipped.most_common()) or "the source is empty"
-            outcome.failed.insert(0, f"no document to index ({reasons})")
+            outcome.failed.insert(0, f"no document to index ({_why_empty(scan)})")
         await repo.update_connector(
             store,
             row["id"],
@@ -146,16 +145,20 @@ async def _sync(
     )
 
 
+def _why_empty(scan: ScanResult) -> str:
+    """What a scan left out, by reason (``3 ignored, 1 hidden``), or that the source is empty."""
+    skipped = Counter(s.reason for s in scan.skipped)
+    return ", ".join(f"{n} {r}" for r, n in skipped.most_common()) or "the source is empty"
+
+
 async def _refuse_to_empty(service: ContextService, row: dict[str, Any], scan: ScanResult) -> None:
     """A source that offered documents before and none now is more likely gone (a volume not mounted, a checkout
     half-done) than emptied on purpose: keep its index and say so. A forced re-index empties it."""
     indexed = len(await service.repo.file_states(service.store, row["id"]))
     if indexed:
-        skipped = Counter(s.reason for s in scan.skipped)
-        reasons = ", ".join(f"{n} {r}" for r, n in skipped.most_common()) or "the source is empty"
         raise ToolError(
-            f"the source offers no document now ({reasons}) where {indexed} were indexed; nothing was removed: "
-            "if it really is empty, re-index with force or remove the connector",
+            f"the source offers no document now ({_why_empty(scan)}) where {indexed} were indexed; nothing was "
+            "removed: if it really is empty, re-index with force or remove the connector",
             code="source_unavailable",
             retryable=True,
         )
