@@ -100,13 +100,16 @@ class Catalogue:
         for tool in pack.tools():
             full = prefix + tool.name
             if full in self.tools:
-                other = self.tools[full].pack
-                self._clash(
-                    strict,
-                    f"tool name collision: {full!r} is offered by pack {other!r} and by pack {pack_name!r}; "
-                    f"disable one or set [packs.prefix] for one of them",
+                taken = self.tools[full]
+                message = (
+                    f"tool name collision: {full!r} is offered by pack {taken.pack!r} and by pack {pack_name!r}; "
+                    f"disable one or set [packs.prefix] for one of them"
                 )
-                continue
+                # A remote server's tool never stops the gateway (nor takes a local tool's name): the server's
+                # list is the server's to change, at any time. It is left out; a local tool takes its name back.
+                self._clash(strict and tool.upstream is None and taken.tool.upstream is None, message)
+                if tool.upstream is not None or taken.tool.upstream is None:
+                    continue
             try:
                 self.tools[full] = _served(full, pack_name, pack, tool, self.metrics)
             except ValueError as exc:  # a schema that is no JSON Schema

@@ -193,7 +193,9 @@ class RestApi:
             return error_envelope(415, "the body must be sent as application/json", correlation_id=cid)
         try:
             arguments = json.loads(raw) if raw.strip() else {}
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except RecursionError:
+            return error_envelope(400, "the body is not valid JSON: nested too deeply", correlation_id=cid)
+        except ValueError as exc:  # not JSON, not UTF-8, or an integer past Python's digit limit
             return error_envelope(400, f"the body is not valid JSON: {exc}", correlation_id=cid)
         if not isinstance(arguments, dict):
             return error_envelope(400, "the body must be a JSON object", correlation_id=cid)

@@ -23,7 +23,8 @@ from typing import Any
 import orjson
 
 from gateway import __version__
-from gateway.api.upstream import UpstreamConnectionLost, UpstreamRequestFailed
+from gateway.api.errors import ValidationFailed
+from gateway.api.upstream import UpstreamAnswerLost, UpstreamConnectionLost, UpstreamRequestFailed
 from gateway.http_client import HttpClient, Response
 
 __all__ = ["DirectCalls"]
@@ -80,14 +81,26 @@ class DirectCalls:
         }
         headers = {**self._headers, **self._routing(name, arguments)}
         try:
-            async with self._http.post(headers, orjson.dumps(body)) as response:
+            payload = orjson.dumps(body)
+        except orjson.JSONEncodeError as exc:  # nested past orjson's 255 levels, say
+            raise ValidationFailed(
+                f"arguments: cannot be sent upstream: {exc}",
+                details={"errors": [{"field": "arguments", "message": f"cannot be sent upstream: {exc}"}]},
+            ) from None
+        answering = False
+        try:
+            async with self._http.post(headers, payload) as response:
+                answering = True
                 kind = response.headers.get("content-type", "").lower()
                 if kind.startswith("text/event-stream") and response.status < 300:
                     return _answer(await self._from_events(response, request_id), response.status)
                 raw = await response.read()
                 return _answer(_decode(raw, kind, response.status), response.status)
         except OSError as exc:
-            raise UpstreamConnectionLost(f"the connection ended: {exc or type(exc).__name__}") from exc
+            reason = f"the connection ended: {exc or type(exc).__name__}"
+            if answering:  # the server took the request and began its answer: this one answer was lost
+                raise UpstreamAnswerLost(reason) from exc
+            raise UpstreamConnectionLost(reason) from exc
 
     async def _from_events(self, response: Response, request_id: int) -> Any:
         """The response among the stream's events (notifications before it are not asked for: dropped)."""
@@ -113,7 +126,7 @@ class DirectCalls:
                         return message
             if len(pending) > self._max_event_bytes:
                 raise UpstreamRequestFailed(f"an event of the answer exceeds {self._max_event_bytes} bytes")
-        raise UpstreamConnectionLost("the server closed the answer's event stream before answering")
+        raise UpstreamAnswerLost("the server closed the answer's event stream before answering")
 
 
 def _json(raw: bytes) -> Any:

@@ -106,6 +106,11 @@ class UpstreamSessionExpired(UpstreamConnectionLost):
     request was not processed."""
 
 
+class UpstreamAnswerLost(UpstreamError):
+    """The connection carrying one request's answer ended before the answer was complete (an HTTP response cut off
+    mid-body). That request failed; the session, and the other requests on it, may be fine."""
+
+
 class UpstreamRequestFailed(UpstreamError):
     """The server answered the request with an error (``code`` is its JSON-RPC error code, if it sent one)."""
 

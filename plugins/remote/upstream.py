@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from gateway.api import (
     HttpTarget,
     ListKind,
     StdioTarget,
+    UpstreamAnswerLost,
     UpstreamConnectionLost,
     UpstreamConnector,
     UpstreamError,
@@ -51,6 +53,29 @@ def target_of(config: ServerConfig) -> UpstreamTarget:
     assert config.command is not None
     env = {k: v.get_secret_value() for k, v in config.env.items() if v is not None}
     return StdioTarget(tuple(config.command), env, config.cwd)
+
+
+def secret_values(config: ServerConfig) -> dict[str, str]:
+    """Where each secret of ``config`` goes (``headers.Authorization``, ``env.TOKEN``) -> its value."""
+    where = {f"headers.{k}": v for k, v in config.headers.items()} | {f"env.{k}": v for k, v in config.env.items()}
+    return {field: value.get_secret_value() for field, value in where.items() if value is not None}
+
+
+def scrubbed(text: str, secrets: dict[str, str]) -> str:
+    """``text`` with every secret value replaced by where it goes (``<headers.X-Key>``), also as a ``str`` or ``bytes``
+    repr shows it: an HTTP library refusing a header quotes the value in its error (``Illegal header value
+    b'...\\r\\n'``), and such errors reach callers, logs and ``gateway plugins``."""
+    for field, value in secrets.items():
+        if len(value.strip()) < 4:
+            continue
+        forms = {value, value.strip(), repr(value)[1:-1], repr(value.encode())[2:-1]}
+        for form in sorted(forms, key=len, reverse=True):  # the longest first: a shorter form is inside it
+            text = text.replace(form, f"<{field}>")
+    return text
+
+
+_NOT_IN_A_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""Control characters (a tab is allowed): HTTP refuses them in a header value."""
 
 
 class Upstream:
@@ -166,6 +191,14 @@ class Upstream:
             unset = ", ".join(f"{key} ({variable})" for key, variable in missing.items())
             self._failed(f"secret environment variable unset: {unset}")
             return None
+        broken = [
+            field
+            for field, value in secret_values(self.config).items()
+            if field.startswith("headers.") and _NOT_IN_A_HEADER.search(value)
+        ]
+        if broken:  # a token read from a file with its line ending: say which, never what
+            self._failed(f"secret value holds a line break or control character: {', '.join(broken)}")
+            return None
         try:
             session = await self._connector().connect(
                 self.name,
@@ -201,7 +234,7 @@ class Upstream:
                     with anyio.fail_after(self.config.connect_timeout_seconds):
                         await self._update_catalogue(await RemoteCatalogue.read(session))
                 except (UpstreamError, TimeoutError) as exc:
-                    log.warning("upstream catalogue re-read failed", upstream=self.name, error=str(exc))
+                    log.warning("upstream catalogue re-read failed", upstream=self.name, error=self._scrub(str(exc)))
                 continue
             idle_for = self._idle_timeout()
             if idle_for is not None and self._in_flight == 0:
@@ -228,7 +261,11 @@ class Upstream:
         """Only a process is worth reaping: an HTTP server keeps its one session."""
         return self.config.idle_timeout_seconds if self.config.transport == "stdio" else None
 
+    def _scrub(self, text: str) -> str:
+        return scrubbed(text, secret_values(self.config))
+
     def _failed(self, reason: str) -> None:
+        reason = self._scrub(reason)
         self.last_error = reason
         self._next_attempt = time.monotonic() + self._backoff
         log.warning("upstream down", upstream=self.name, error=reason, retry_in=round(self._backoff, 3))
@@ -312,16 +349,18 @@ class Upstream:
                 raise upstream_timeout(self.name, self.config.call_timeout_seconds, queued=False) from None
             except UpstreamSessionExpired as exc:
                 if attempt == 2:
-                    raise upstream_unavailable(self.name, str(exc), state=self.state) from None
+                    raise upstream_unavailable(self.name, self._scrub(str(exc)), state=self.state) from None
                 log.info("upstream session expired; reconnecting", upstream=self.name)
                 self._expired = True
                 self._wake()
                 continue
             except UpstreamConnectionLost as exc:
                 self._wake()
-                raise upstream_unavailable(self.name, str(exc), state="down") from None
+                raise upstream_unavailable(self.name, self._scrub(str(exc)), state="down") from None
+            except UpstreamAnswerLost as exc:  # this call's answer only: the session serves the others
+                raise upstream_unavailable(self.name, self._scrub(str(exc)), state=self.state) from None
             except UpstreamRequestFailed as exc:
-                raise upstream_error(self.name, exc.message, exc.code) from None
+                raise upstream_error(self.name, self._scrub(exc.message), exc.code) from None
             self._backoff = self.config.restart_backoff_seconds  # it works: the next failure starts afresh
             return result
         raise AssertionError("unreachable")

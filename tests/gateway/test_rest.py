@@ -47,9 +47,18 @@ def test_errors_use_the_envelope(rest_server, path, body, status, code):
     assert "Traceback" not in response.text
 
 
-def test_malformed_json_is_a_validation_error(rest_server):
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"{not json",
+        b"[" * 5000 + b"]" * 5000,  # deeper than the parser's recursion
+        b'{"times": 1' + b"0" * 5000 + b"}",  # an integer past Python's digit limit
+        b'{"text": "\xff"}',  # not UTF-8
+    ],
+)
+def test_malformed_json_is_a_validation_error(rest_server, body):
     response = httpx.post(
-        f"{rest_server}/api/v1/tools/echo_echo", content=b"{not json", headers={"Content-Type": "application/json"}
+        f"{rest_server}/api/v1/tools/echo_echo", content=body, headers={"Content-Type": "application/json"}
     )
     assert response.status_code == 400 and response.json()["error"]["code"] == "VALIDATION_ERROR"
 

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gateway.api.upstream import UpstreamConnectionLost, UpstreamRequestFailed
+from gateway.api import ValidationFailed
+from gateway.api.upstream import UpstreamAnswerLost, UpstreamConnectionLost, UpstreamRequestFailed
 from gateway.upstream_http import DirectCalls
 
 pytestmark = pytest.mark.anyio
@@ -136,7 +137,7 @@ async def test_errors_are_named() -> None:
         for name in ("invalid", "crash", "html", "garbled", "short", "huge"):
             try:
                 await calls.call_tool(name, {})
-            except (UpstreamRequestFailed, UpstreamConnectionLost) as exc:
+            except (UpstreamRequestFailed, UpstreamConnectionLost, UpstreamAnswerLost) as exc:
                 failures[name] = exc
     invalid = failures["invalid"]
     assert isinstance(invalid, UpstreamRequestFailed) and invalid.code == -32602
@@ -144,7 +145,7 @@ async def test_errors_are_named() -> None:
     assert "HTTP 500" in str(failures["crash"])
     assert "text/html" in str(failures["html"])
     assert "not JSON" in str(failures["garbled"])
-    assert isinstance(failures["short"], UpstreamConnectionLost)
+    assert isinstance(failures["short"], UpstreamAnswerLost)  # that answer only: the session stays (calls went on)
     assert "4096 bytes" in str(failures["huge"])
 
 
@@ -184,3 +185,13 @@ async def test_a_proxy_from_the_environment_is_used_unless_no_proxy_exempts_the_
     assert proxied["content"][0]["text"] == "via the proxy"
     assert through_proxy and through_proxy[0].endswith("/mcp")
     assert exempt["content"][0]["text"] == "direct" and len(direct) == 1
+
+
+async def test_arguments_too_deep_to_send_are_the_callers_error() -> None:
+    deep: dict = {}
+    for _ in range(300):  # past orjson's 255 levels
+        deep = {"d": deep}
+    async with _calls("http://127.0.0.1:9/mcp") as calls:  # refused before any connection
+        with pytest.raises(ValidationFailed) as caught:
+            await calls.call_tool("t", {"nested": deep})
+    assert caught.value.details["errors"][0]["field"] == "arguments"

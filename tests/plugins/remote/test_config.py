@@ -87,3 +87,14 @@ def test_the_issue_example_is_valid(tmp_path: Path) -> None:
     everything, search = config.servers
     assert everything.tools.admits("echo") and not everything.tools.admits("get-env")
     assert (everything.start, everything.transport, search.transport) == ("lazy", "stdio", "http")
+
+
+def test_secret_values_are_scrubbed_as_an_http_library_quotes_them() -> None:
+    from gateway_plugins.remote.upstream import scrubbed
+
+    secrets = {"headers.X-Upstream-Key": "Zq81hT0pLx\r\n", "env.SHORT": "ab"}
+    text = "cannot connect: LocalProtocolError: Illegal header value b'Zq81hT0pLx\\r\\n' (also 'Zq81hT0pLx') ab"
+    assert scrubbed(text, secrets) == (
+        "cannot connect: LocalProtocolError: Illegal header value b'<headers.X-Upstream-Key>' "
+        "(also '<headers.X-Upstream-Key>') ab"
+    )

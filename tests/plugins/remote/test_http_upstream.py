@@ -288,3 +288,36 @@ async def test_a_server_down_at_start_joins_when_it_comes_up(tmp_path: Path, py_
             echo = await client.call_tool("py_echo", {"text": "joined"})
     assert not before and state_before in ("down", "starting")
     assert "py_echo" in after and echo.structured_content == {"result": "joined"}
+
+
+async def test_a_header_secret_is_never_shown_even_when_refused(tmp_path: Path, py_http: HttpUpstream, monkeypatch):
+    """A token read from a file with its line ending is refused by HTTP; the error names the header, never the value
+    (an HTTP library quotes the refused value, and upstream errors reach callers, logs and ``gateway plugins``)."""
+    config = remote_config(tmp_path, [_server(py_http, headers={"X-Upstream-Key": {"env": "PY_UPSTREAM_KEY"}})])
+    monkeypatch.setenv("PY_UPSTREAM_KEY", "Zq81hT0pLx-good")
+    async with running_gateway(config) as client:  # the catalogue is kept: its tools are served at the next start
+        assert not (await client.call_tool("py_echo", {"text": "x"})).is_error
+    monkeypatch.setenv("PY_UPSTREAM_KEY", "Zq81hT0pLx\r\n")
+    async with running_gateway(config) as client:
+        failed = await client.call_tool("py_echo", {"text": "x"})
+        last_error = client.runtime.packs["remote"].upstreams[0].last_error
+    error = json.loads(failed.content[0].text)["error"]
+    assert failed.is_error and error["code"] == "upstream_unavailable"
+    assert "headers.X-Upstream-Key" in json.dumps(error) and "headers.X-Upstream-Key" in last_error
+    assert "Zq81hT0pLx" not in json.dumps(error) and "Zq81hT0pLx" not in last_error
+
+
+async def test_a_remote_tool_never_takes_a_local_name_nor_stops_the_start(tmp_path: Path, py_http: HttpUpstream):
+    """A server that adds a tool named like a local one (no prefix): the local tool keeps its name, now and at the
+    next start, whose catalogue copy holds the clashing tool."""
+    config = remote_config(tmp_path, [_server(py_http, prefix="")], packs={"enabled": ["thinking", "remote"]})
+    for _ in range(2):
+        async with running_gateway(config) as client:
+            await client.call_tool("grow", {"name": "sequentialthinking"})
+            served = client.runtime.catalogue.tools["sequentialthinking"]
+            assert served.pack == "thinking" and served.tool.upstream is None
+            answer = await client.call_tool(
+                "sequentialthinking",
+                {"thought": "t", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False},
+            )
+            assert not answer.is_error and "thoughtNumber" in answer.content[0].text
