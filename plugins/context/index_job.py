@@ -19,6 +19,7 @@ from gateway.api import IncrementalConnector, ScanResult, ToolError
 from gateway_plugins.context.indexer import IndexOutcome
 from gateway_plugins.context.jobs import JobHandle
 from gateway_plugins.context.sync import sync_connector
+from gateway_plugins.context.tenant_policy import TenantConnectorPolicy
 
 if TYPE_CHECKING:
     from gateway_plugins.context.service import ContextService
@@ -34,14 +35,22 @@ def _failure(exc: BaseException) -> str:
 
 
 async def run_index_job(
-    service: ContextService, handle: JobHandle, connectors: list[dict[str, Any]], force: bool
+    service: ContextService,
+    handle: JobHandle,
+    connectors: list[dict[str, Any]],
+    force: bool,
+    policy: TenantConnectorPolicy | None = None,
 ) -> None:
+    """Index ``connectors`` one after the other. ``policy``: what connectors added over the API may still name (a job
+    an authenticated caller started); one it refuses now fails, naming the option, and is not read."""
     registry, indexer, repo, store = service.connectors, service.indexer, service.repo, service.store
     assert registry is not None and indexer is not None
     failed: list[str] = []
     work: list[tuple[dict[str, Any], Any, ScanResult | None]] = []
     for row in connectors:
         try:
+            if policy is not None and row["origin"] != "config":
+                policy.check(row["tenant"], row["config"])
             connector = await registry.instance(row)
             scan = None if isinstance(connector, IncrementalConnector) else await connector.scan()
             if scan is not None and not scan.documents and not force:

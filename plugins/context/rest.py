@@ -126,14 +126,14 @@ def build_routes(service: ContextService) -> list[RestRoute]:
     async def get_suggestions(args: SuggestionsInput, ctx: CallContext) -> Suggestions:
         return Suggestions(suggestions=await suggest(service, _tenant(ctx), args.q, args.limit))
 
-    async def start(tenant: str, connectors: list[str] | None, force: bool) -> tuple[IndexControlOutput, JobInfo]:
-        out = await service.start_indexing(tenant, connectors, force=force)
+    async def start(ctx: CallContext, connectors: list[str] | None, force: bool) -> tuple[IndexControlOutput, JobInfo]:
+        out = await service.start_indexing(_tenant(ctx), connectors, force=force, restricted=restricted(ctx))
         assert out.current_job is not None
         return out, out.current_job
 
     async def post_index_start(args: IndexStartInput, ctx: CallContext) -> IndexStarted:
         tenant = _tenant(ctx)
-        _, job = await start(tenant, args.connectors, args.force_full_reindex)
+        _, job = await start(ctx, args.connectors, args.force_full_reindex)
         return IndexStarted(
             job_id=job.id,
             status=job.status,
@@ -143,7 +143,7 @@ def build_routes(service: ContextService) -> list[RestRoute]:
         )
 
     async def post_force_reindex(args: ForceReindexInput, ctx: CallContext) -> ReindexStarted:
-        out, job = await start(_tenant(ctx), args.connectors, True)
+        out, job = await start(ctx, args.connectors, True)
         return ReindexStarted(job_id=job.id, status=job.status, warning=out.warning or "")
 
     async def post_index_stop(args: NoInput, ctx: CallContext) -> IndexStopped:

@@ -221,7 +221,7 @@ class ContextService:
         job, note = None, ""
         if changed:
             try:
-                started = await self.start_indexing(tenant, [connector_id])
+                started = await self.start_indexing(tenant, [connector_id], restricted=restricted)
                 job, note = started.current_job, "its content changed: re-indexing it"
             except ToolError as exc:
                 if exc.code != "conflict":
@@ -298,11 +298,12 @@ class ContextService:
         )
 
     async def start_indexing(
-        self, tenant: str, connectors: Sequence[str] | None = None, *, force: bool = False
+        self, tenant: str, connectors: Sequence[str] | None = None, *, force: bool = False, restricted: bool = False
     ) -> IndexControlOutput:
         """Start a background job indexing ``connectors`` (public ids; default or ``"all"``: every connector of the
         tenant): incremental, or everything again with ``force``. One job per tenant at a time: while one runs,
-        409 with its id."""
+        409 with its id. ``restricted``: an authenticated caller's job, whose connectors added over the API must
+        still pass ``[plugins.context.tenant_connectors]`` (the operator may have narrowed it since)."""
         jobs = self.jobs
         assert jobs is not None
         selected = await self._selected(tenant, connectors)
@@ -318,7 +319,10 @@ class ContextService:
                 )
             ids = [r["public_id"] for r in selected]
             row = await jobs.start(
-                tenant, "reindex" if force else "index", ids, lambda handle: self._index_job(handle, selected, force)
+                tenant,
+                "reindex" if force else "index",
+                ids,
+                lambda handle: self._index_job(handle, selected, force, self._policy(restricted)),
             )
         return IndexControlOutput(
             action="force_reindex" if force else "start",
@@ -338,8 +342,10 @@ class ContextService:
                 return max(1, math.ceil((row["finished_at"] - row["started_at"]).total_seconds() / 60))
         return None
 
-    async def _index_job(self, handle: JobHandle, connectors: list[dict[str, Any]], force: bool) -> None:
-        await run_index_job(self, handle, connectors, force)
+    async def _index_job(
+        self, handle: JobHandle, connectors: list[dict[str, Any]], force: bool, policy: TenantConnectorPolicy | None
+    ) -> None:
+        await run_index_job(self, handle, connectors, force, policy)
 
 
 def field_error(field: str, message: str) -> ValidationFailed:

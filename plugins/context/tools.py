@@ -34,13 +34,16 @@ def _tenant(ctx: CallContext) -> str:
     return ctx.principal.tenant or DEFAULT_TENANT
 
 
-async def index_control(service: ContextService, tenant: str, args: IndexControlInput) -> IndexControlOutput:
+async def index_control(
+    service: ContextService, tenant: str, args: IndexControlInput, *, restricted: bool = False
+) -> IndexControlOutput:
     """``context.index_control``: its action, by the service's operation of that name."""
     if args.action == "status":
         return await service.index_status(tenant)
     if args.action == "stop":
         return await service.stop_indexing(tenant)
-    return await service.start_indexing(tenant, args.connectors, force=args.action == "force_reindex")
+    force = args.action == "force_reindex"
+    return await service.start_indexing(tenant, args.connectors, force=force, restricted=restricted)
 
 
 async def manage_connectors(
@@ -80,7 +83,7 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
         return await related_info(service, _tenant(ctx), args)
 
     async def index_tool(args: IndexControlInput, ctx: CallContext) -> IndexControlOutput:
-        return await index_control(service, _tenant(ctx), args)
+        return await index_control(service, _tenant(ctx), args, restricted=restricted(ctx))
 
     async def connectors_tool(args: ConnectorInput, ctx: CallContext) -> ConnectorOutput:
         return await manage_connectors(service, _tenant(ctx), args, restricted=restricted(ctx))

@@ -106,3 +106,18 @@ def test_over_rest_and_mcp_a_tenant_reaches_only_what_is_allowed(
                 )
 
         anyio.run(over_mcp)
+
+
+def test_a_policy_narrowed_later_holds_at_the_next_index_job(tmp_path: Path) -> None:
+    mine = sample_repo(tmp_path / "repos" / "acme" / "shop", with_git=False)
+    first = rest_config(tmp_path / "data", tenant_connectors={"roots": [f"{tmp_path}/repos"]})
+    with serve(first, {"acme": ("acme", SCOPES)}) as api:
+        api.add_file_connector("acme", mine)
+        api.index("acme")
+        assert api.ok("GET", "/connectors/file-shop", "acme")["status"] == "active"
+    narrowed = rest_config(tmp_path / "data", tenant_connectors={"roots": [f"{tmp_path}/elsewhere"]})
+    with serve(narrowed, {"acme": ("acme", SCOPES)}) as api:
+        api.index("acme")
+        info = api.ok("GET", "/connectors/file-shop", "acme")
+    assert info["status"] == "error" and "connector_config.root" in info["stats"]["last_error"]
+    assert info["stats"]["documents_indexed"] == 6  # refused before reading: what was indexed stays
