@@ -15,7 +15,7 @@ import pluggy
 from pydantic import BaseModel
 
 from gateway import hookspecs
-from gateway.api.errors import PluginError
+from gateway.api.errors import GatewayError, PluginError
 from gateway.api.markers import PROJECT_NAME
 from gateway.api.registry import InterceptorFactory, PackFactory, ProviderFactory
 
@@ -152,7 +152,7 @@ def create_plugin_manager(
     pm.add_hookspecs(hookspecs)
     for name in blocked:
         pm.set_blocked(name)
-    entry_points = {ep.name: ep for ep in importlib.metadata.entry_points(group=PROJECT_NAME)}
+    entry_points = _entry_points_by_name()
     for name, ep in sorted(entry_points.items()):
         if pm.is_blocked(name):
             continue
@@ -160,10 +160,10 @@ def create_plugin_manager(
             plugin = ep.load()
         except Exception as exc:
             raise PluginError(f"plugin {name!r} ({ep.value}) failed to import: {exc}") from exc
-        pm.register(plugin, name=name)
+        _register(pm, plugin, name)
     for name, plugin in extra_plugins:
         if name not in blocked:
-            pm.register(plugin, name=name)
+            _register(pm, plugin, name)
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
@@ -180,5 +180,40 @@ def create_plugin_manager(
         for impl in caller.get_hookimpls():
             # Called one implementation at a time so each registration records the plugin that made it.
             current["plugin"] = impl.plugin_name
-            impl.function(*[{"register": registrar}[arg] for arg in impl.argnames])
+            try:
+                impl.function(*[{"register": registrar}[arg] for arg in impl.argnames])
+            except GatewayError:
+                raise
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {impl.plugin_name!r}: {hook_name} failed: {type(exc).__name__}: {exc}"
+                ) from exc
     return GatewayPlugins(pm, registry, entry_points)
+
+
+def _entry_points_by_name() -> dict[str, Any]:
+    """The group's entry points by name; a name two distributions both claim is an error naming both (one would
+    otherwise replace the other, a built-in included, silently, by the order of ``sys.path``)."""
+    found: dict[str, Any] = {}
+    for ep in importlib.metadata.entry_points(group=PROJECT_NAME):
+        taken = found.get(ep.name)
+        if taken is not None and _dist_name(taken) != _dist_name(ep):
+            raise PluginError(
+                f"plugin name {ep.name!r} is claimed by two installed distributions, {_dist_name(taken)!r} "
+                f"({taken.value}) and {_dist_name(ep)!r} ({ep.value}): rename one entry point in the "
+                f"{PROJECT_NAME!r} group, or uninstall one"
+            )
+        found[ep.name] = ep
+    return found
+
+
+def _dist_name(ep: Any) -> str:
+    return ep.dist.name if ep.dist is not None else "?"
+
+
+def _register(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
+    """Register ``plugin``; a hook implementation that does not match its specification names the plugin."""
+    try:
+        pm.register(plugin, name=name)
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"plugin {name!r}: {exc}") from exc

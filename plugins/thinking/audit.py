@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 
 import anyio
 import structlog
@@ -203,10 +204,12 @@ class Auditor:
         editable = {f.path: f for f in files if f.origin == "workspace" and not f.fragment and not f.truncated}
         problems = diffs.patch_problems(patches)
         problems += [f"{p}: not a reviewed workspace file" for p in diffs.touched_paths(patches) if p not in editable]
+        timeout = self._config.limits.git_timeout_seconds
+        if not problems:
+            problems += await _unseen_paths(self._workspace.root, None, diff, patches, timeout)
         if problems:
             warnings.append(f"{judge}: proposed diff ignored ({problems[0]})")
             return None
-        timeout = self._config.limits.git_timeout_seconds
         touched = {path: editable[path].content for path in diffs.touched_paths(patches)}
         try:
             patched = await git.apply_in_memory(touched, diff, time_limit=timeout)
@@ -251,11 +254,13 @@ class Auditor:
                 self._workspace.editable(path)
             except PathRefused as refused:
                 problems.append(str(refused))
+        timeout = self._config.limits.git_timeout_seconds
+        root = self._workspace.root
+        if not problems:
+            problems += await _unseen_paths(root, context.repo, diff, patches, timeout)
         if problems:
             warnings.append(f"applyFixes refused: {'; '.join(problems)}")
             return []
-        timeout = self._config.limits.git_timeout_seconds
-        root = self._workspace.root
         try:
             async with self._apply_lock:
                 failure = await git.apply_to_workspace(root, context.repo, diff, check=True, time_limit=timeout)
@@ -269,6 +274,22 @@ class Auditor:
         applied = [patch.path for patch in patches]
         log.info("thinking.fixes_applied", paths=applied)
         return applied
+
+
+async def _unseen_paths(
+    root: Path, repo: git.RepoInfo | None, diff: str, patches: list[diffs.FilePatch], time_limit: float
+) -> list[str]:
+    """A problem when ``git apply`` would touch other paths than the checks read in ``diff`` (a line break git does
+    not take for one, a header git strips differently): what was checked must be what is applied."""
+    try:
+        applied = await git.paths_git_applies(root, repo, diff, time_limit=time_limit)
+    except git.GitError as error:
+        return [f"the diff could not be read by git ({error})"]
+    if applied is None:
+        return ["git could not read the diff"]
+    checked = set(diffs.touched_paths(patches))
+    unseen = sorted(applied ^ checked)
+    return [f"git reads the diff as touching {', '.join(unseen)}, which the checks did not see"] if unseen else []
 
 
 def _score(round_: _Round) -> int:

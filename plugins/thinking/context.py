@@ -181,7 +181,14 @@ class ContextCollector:
             if len(present) > len(shown):
                 lines.append(f"... and {len(present) - len(shown)} more")
             for key in KEY_FILES:
-                if key in present and (text := self.workspace.read(key)) is not None:
+                if key not in present:
+                    continue
+                try:
+                    text = self.workspace.read(key)
+                except PathRefused as refused:  # a link out of the workspace (a monorepo's shared README)
+                    context.warnings.append(f"overview: {refused}")
+                    continue
+                if text is not None:
                     lines += ["", f"== {key} ==", text.text[:2000]]
             context.overview = "\n".join(lines)
             for name in present:

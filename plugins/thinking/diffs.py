@@ -111,7 +111,9 @@ def parse(text: str) -> list[FilePatch]:
     """Every file patch in ``text``. Lines that belong to no patch (prose around a diff) are skipped."""
     patches: list[FilePatch] = []
     current: FilePatch | None = None
-    lines = text.splitlines()
+    lines = text.split("\n")  # as git reads a patch: str.splitlines() also breaks at \f, \x1c, \u2028...
+    if lines and not lines[-1]:
+        lines.pop()
     index = 0
     while index < len(lines):
         line = lines[index]

@@ -108,24 +108,48 @@ async def empty_tree(root: Path, time_limit: float) -> str:
     return result.stdout.decode().strip()
 
 
+def _workspace_apply(root: Path, repo: RepoInfo | None) -> tuple[Path, Path | None, list[str]]:
+    """(cwd, ceiling, extra ``git apply`` arguments) for a diff whose paths are relative to ``root``: inside a
+    repository, from the top level with ``--directory=<prefix>``, since git resolves patch paths from there."""
+    if repo is None:
+        return root, root.parent, []
+    return repo.toplevel, None, [f"--directory={repo.prefix.rstrip('/')}"] if repo.prefix else []
+
+
 async def apply_to_workspace(
     root: Path, repo: RepoInfo | None, diff: str, *, check: bool, time_limit: float
 ) -> str | None:
-    """``git apply`` (``--check`` when ``check``) ``diff`` whose paths are relative to ``root``.
-
-    Returns ``None`` on success, else git's reason. Inside a repository the patch is applied from the top level
-    with ``--directory=<prefix>``, since git resolves patch paths from there.
-    """
-    args = ["apply", "--whitespace=nowarn"]
-    if check:
-        args.append("--check")
-    cwd, ceiling = root, root.parent
-    if repo is not None:
-        cwd, ceiling = repo.toplevel, None
-        if repo.prefix:
-            args.append(f"--directory={repo.prefix.rstrip('/')}")
+    """``git apply`` (``--check`` when ``check``) ``diff`` whose paths are relative to ``root``. Returns ``None``
+    on success, else git's reason."""
+    cwd, ceiling, extra = _workspace_apply(root, repo)
+    args = ["apply", "--whitespace=nowarn", *(["--check"] if check else []), *extra]
     result = await git(*args, "-", cwd=cwd, time_limit=time_limit, stdin=diff.encode("utf-8"), ceiling=ceiling)
     return None if result.returncode == 0 else (result.stderr or f"git apply exited with {result.returncode}")
+
+
+async def paths_git_applies(root: Path, repo: RepoInfo | None, diff: str, *, time_limit: float) -> set[str] | None:
+    """The paths ``git apply`` itself reads ``diff`` to touch, relative to ``root`` (``git apply --numstat``, which
+    applies nothing), or ``None`` when git cannot read it. Checks of a diff compare their own reading with this one:
+    git's reading of lines, headers and ``-p1`` is what will be applied."""
+    cwd, ceiling, extra = _workspace_apply(root, repo)
+    result = await git(
+        "apply", "--numstat", "-z", *extra, "-", cwd=cwd, time_limit=time_limit, stdin=diff.encode(), ceiling=ceiling
+    )
+    if result.returncode != 0:
+        return None
+    prefix = repo.prefix if repo is not None else ""
+    fields = result.stdout.decode("utf-8", "surrogateescape").split("\0")
+    paths: set[str] = set()
+    index = 0
+    while index < len(fields):
+        counts = fields[index].split("\t")
+        index += 1
+        if len(counts) != 3:
+            continue
+        named = [counts[2]] if counts[2] else fields[index : index + 2]  # a rename: "\0old\0new"
+        index += 0 if counts[2] else 2
+        paths.update(path.removeprefix(prefix) for path in named)
+    return paths
 
 
 async def apply_in_memory(

@@ -72,6 +72,8 @@ def parse_block(text: str) -> tuple[Any, str | None]:
         return json.loads(text), None
     except ValueError as error:
         return None, f"gan-config: not valid JSON ({error}); defaults used"
+    except RecursionError:
+        return None, "gan-config: not valid JSON (nested too deeply); defaults used"
 
 
 def sanitize(raw: Any, base: SessionConfig, *, allowed_judges: Collection[str]) -> tuple[SessionConfig, list[str]]:

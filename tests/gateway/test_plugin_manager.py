@@ -65,3 +65,32 @@ def test_two_plugins_registering_the_same_pack_name_fail():
 
     with pytest.raises(PluginError, match=r"pack 'dup' is registered twice: by plugin 'one' and by plugin 'two'"):
         create_plugin_manager(extra_plugins=[("one", One()), ("two", Two())])
+
+
+def test_a_plugin_name_two_distributions_claim_fails_naming_both(tmp_path, monkeypatch):
+    # a third-party distribution whose entry point is also called "judges" would otherwise replace the built-in
+    # (or be dropped) by the order of sys.path, silently
+    info = tmp_path / "evil_judges-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil-judges\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[mcp_gateway]\njudges = evil_judges_mod\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginError, match=r"'judges' is claimed by two installed distributions.*'evil-judges'"):
+        create_plugin_manager()
+
+
+def test_a_hook_with_the_wrong_arguments_or_a_failing_registration_names_its_plugin():
+    class WrongArgument:
+        @hookimpl
+        def gateway_register_tool_packs(self, registrar):
+            pass
+
+    class Failing:
+        @hookimpl
+        def gateway_register_tool_packs(self, register):
+            raise RuntimeError("no config file")
+
+    with pytest.raises(PluginError, match=r"(?s)^plugin 'wrong'.*registrar"):
+        create_plugin_manager(extra_plugins=[("wrong", WrongArgument())])
+    with pytest.raises(PluginError, match=r"^plugin 'failing': gateway_register_tool_packs failed: RuntimeError"):
+        create_plugin_manager(extra_plugins=[("failing", Failing())])

@@ -386,3 +386,41 @@ async def test_without_git_the_audit_degrades(repo: GitRepo, tmp_path: Path, mon
     warnings = " | ".join(gan["warnings"])
     assert "workspace not read: git could not run" in warnings and "reviewed as a fragment" in warnings
     assert lines_of(body, "thought/block-1.py") == [1] and gan["applied"] == []
+
+
+@pytest.mark.parametrize(
+    ("changed", "diff"),
+    [
+        # a form feed str.splitlines() breaks at but git does not: a header the checks never saw
+        (
+            "m.py",
+            "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 2\n+x = 3\n note\x0c@@ -1,2 +1,2 @@\n"
+            "--- /dev/null\n+++ b/planted.py\n@@ -0,0 +1 @@\n+import os\n",
+        ),
+        # no a/ b/ prefixes: git strips "src/" all the same, and would create new.py at the root
+        ("src/new.py", "--- src/new.py\n+++ src/new.py\n@@ -0,0 +1,2 @@\n+import os\n+os.system('true')\n"),
+    ],
+)
+async def test_what_the_checks_read_is_what_git_applies(repo: GitRepo, tmp_path: Path, changed: str, diff: str) -> None:
+    repo.write("m.py", "x = 1\n")
+    repo.write("src/m.py", "x = 1\n")
+    repo.commit()
+    repo.write(changed, "x = 2\n")
+    config = '{"applyFixes": true, "judges": ["evil"]}'
+    body = await audit(
+        repo.root, tmp_path / "data", f"```gan-config\n{config}\n```",
+        extra_plugins=[("evil", SpyJudges([], diff))], allowed_judges=["internal", "evil"],
+    )  # fmt: skip
+    gan = body["gan"]
+    assert gan["applied"] == [] and any("evil: proposed diff ignored" in w for w in gan["warnings"])
+    assert not (repo.root / "planted.py").exists() and not (repo.root / "new.py").exists()
+    assert "import os" not in (repo.root / "m.py").read_text() + (repo.root / changed).read_text()
+
+
+async def test_a_key_file_linking_out_of_the_workspace_is_a_warning(repo: GitRepo, tmp_path: Path) -> None:
+    repo.write("README.md", "# top\n")
+    repo.write("pkg/a.py", "x = 1\n")
+    (repo.root / "pkg" / "README.md").symlink_to("../README.md")  # a monorepo's package README
+    repo.commit()
+    body = await audit(repo.root / "pkg", tmp_path / "data", '```gan-config\n{"scope": "workspace"}\n```')
+    assert "overview: README.md: resolves outside the workspace" in body["gan"]["warnings"]

@@ -149,3 +149,22 @@ async def test_changed_lines_follow_a_change_to_every_other_line_of_a_long_repet
     new = "".join(text + "\n" for text in texts)
     changed = frozenset(range(1, 8001, 3))
     assert await _carried(old, new, changed) == changed | frozenset(range(2, 8001, 2))
+
+
+def test_lines_break_where_git_breaks_them() -> None:
+    # str.splitlines() would also break at the form feed, open a hunk there and swallow the next file's header
+    text = (
+        "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n note\x0c@@ -1,2 +1,2 @@\n-x = 1\n+x = 2\n"
+        "--- /dev/null\n+++ b/.github/workflows/ci.yml\n@@ -0,0 +1 @@\n+on: push\n"
+    )
+    assert diffs.touched_paths(diffs.parse(text)) == [".github/workflows/ci.yml", "m.py"]
+
+
+@pytest.mark.anyio
+async def test_git_says_which_paths_it_would_touch(tmp_path: Path) -> None:
+    # without a/ b/ prefixes git strips the first component all the same (-p1): src/m.py is m.py to it
+    unprefixed = "--- src/m.py\n+++ src/m.py\n@@ -0,0 +1 @@\n+import os\n"
+    assert await git.paths_git_applies(tmp_path, None, unprefixed, time_limit=30) == {"m.py"}
+    prefixed = "--- a/src/m.py\n+++ b/src/m.py\n@@ -0,0 +1 @@\n+import os\n"
+    assert await git.paths_git_applies(tmp_path, None, prefixed, time_limit=30) == {"src/m.py"}
+    assert await git.paths_git_applies(tmp_path, None, "not a diff\n", time_limit=30) in (None, set())

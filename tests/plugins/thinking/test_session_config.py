@@ -123,3 +123,10 @@ def test_the_pack_config_validates_its_defaults_strictly() -> None:
         ThinkingConfig.model_validate({"defaults": {"judges": ["gemini"]}, "allowed_judges": ["internal"]})
     with pytest.raises(ValidationError, match="Extra inputs"):
         ThinkingConfig.model_validate({"auditing": True})
+
+
+def test_a_block_nested_too_deeply_is_a_warning_and_the_defaults() -> None:
+    from gateway_plugins.thinking.session_config import parse_block
+
+    raw, warning = parse_block("[" * 45000 + "]" * 45000)
+    assert raw is None and warning is not None and "nested too deeply" in warning
