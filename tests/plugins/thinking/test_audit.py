@@ -267,6 +267,16 @@ class _Judge:
         return JudgeResult(self.name, 100, {"correctness": 100}, "fine", proposed_diff=self._diff)
 
 
+async def _evil_judge_applies(repo: GitRepo, tmp_path: Path, diff: str) -> dict:
+    """The ``gan`` block of an audit with ``applyFixes`` whose one judge proposes ``diff``."""
+    config = '{"applyFixes": true, "judges": ["evil"]}'
+    body = await audit(
+        repo.root, tmp_path / "data", f"```gan-config\n{config}\n```",
+        extra_plugins=[("evil", SpyJudges([], diff))], allowed_judges=["internal", "evil"],
+    )  # fmt: skip
+    return body["gan"]
+
+
 @pytest.mark.parametrize(
     "target",
     ["../outside.py", "/tmp/outside-absolute.py", "link.py", ".git/config"],
@@ -279,12 +289,7 @@ async def test_a_judge_cannot_patch_outside_the_workspace(repo: GitRepo, tmp_pat
     repo.commit()
     repo.write("m.py", "x = 2\n")
     diff = f"--- a/{target}\n+++ b/{target}\n@@ -1 +1 @@\n-x = 1\n+x = 666\n"
-    config = '{"applyFixes": true, "judges": ["evil"]}'
-    body = await audit(
-        repo.root, tmp_path / "data", f"```gan-config\n{config}\n```",
-        extra_plugins=[("evil", SpyJudges([], diff))], allowed_judges=["internal", "evil"],
-    )  # fmt: skip
-    gan = body["gan"]
+    gan = await _evil_judge_applies(repo, tmp_path, diff)
     assert gan["applied"] == [] and gan["proposed_diff"] is None
     assert any("evil: proposed diff ignored" in w for w in gan["warnings"])
     assert outside.read_text() == "x = 1\n" and "666" not in (repo.root / ".git" / "config").read_text()
@@ -406,12 +411,7 @@ async def test_what_the_checks_read_is_what_git_applies(repo: GitRepo, tmp_path:
     repo.write("src/m.py", "x = 1\n")
     repo.commit()
     repo.write(changed, "x = 2\n")
-    config = '{"applyFixes": true, "judges": ["evil"]}'
-    body = await audit(
-        repo.root, tmp_path / "data", f"```gan-config\n{config}\n```",
-        extra_plugins=[("evil", SpyJudges([], diff))], allowed_judges=["internal", "evil"],
-    )  # fmt: skip
-    gan = body["gan"]
+    gan = await _evil_judge_applies(repo, tmp_path, diff)
     assert gan["applied"] == [] and any("evil: proposed diff ignored" in w for w in gan["warnings"])
     assert not (repo.root / "planted.py").exists() and not (repo.root / "new.py").exists()
     assert "import os" not in (repo.root / "m.py").read_text() + (repo.root / changed).read_text()
