@@ -13,8 +13,9 @@ import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from gateway.api import CallContext, FieldKind, NotFound, SanitizationFailed, ValidationFailed
+from gateway.api import CallContext, FieldKind, NotFound, ValidationFailed
 from gateway_plugins.gim.confidence import VoteTally
+from gateway_plugins.gim.intake import sanitized_fields
 from gateway_plugins.gim.schemas import (
     ConfirmFixInput,
     ConfirmFixOutput,
@@ -100,13 +101,7 @@ async def _sanitized_confirmation(core: GimCore, args: ConfirmFixInput) -> Confi
         fields["session_id"] = (args.session_id, FieldKind.FREE_TEXT)
     if not fields:
         return args
-    report = await core.sanitization.sanitize_fields(fields)
-    if report.refused:
-        raise SanitizationFailed(
-            getattr(report, "details", None) or "The confirmation holds sensitive data that could not be redacted.",
-            details={"confidence_score": round(report.confidence, 4)},
-        )
-    clean = dict(report.fields)
+    clean = await sanitized_fields(core.sanitization, fields)
     return args.model_copy(
         update={
             "environment": _rebuilt(args.environment, "environment", clean),

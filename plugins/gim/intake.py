@@ -108,7 +108,8 @@ def _check_sufficient(args: SubmitIssueInput) -> None:
         )
 
 
-async def _sanitize(service: SanitizationService, fields: dict[str, tuple[str, FieldKind]]) -> dict[str, str]:
+async def sanitized_fields(service: SanitizationService, fields: dict[str, tuple[str, FieldKind]]) -> dict[str, str]:
+    """``fields`` through the ``[sanitize]`` layers; ``SanitizationFailed`` (nothing stored) when they refuse."""
     report = await service.sanitize_fields(fields)
     if report.refused:
         details = getattr(report, "details", None) or (
@@ -160,7 +161,7 @@ def _rebuild_fix(args: SubmitIssueInput, clean: dict[str, str]) -> FixBundle:
 async def prepare_submission(service: SanitizationService, args: SubmitIssueInput) -> Prepared:
     """Sanitise ``args`` and derive the stored texts (raises ``SanitizationFailed`` / ``InsufficientData``)."""
     _check_sufficient(args)
-    clean = await _sanitize(service, _fields(args))
+    clean = await sanitized_fields(service, _fields(args))
     return await off_loop(partial(_derive, args, clean), size=sum(map(len, clean.values())))
 
 
