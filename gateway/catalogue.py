@@ -49,7 +49,7 @@ def template_regex(template: str) -> re.Pattern[str]:
 
 
 def _served(name: str, pack_name: str, pack: ToolPack, tool: Tool[Any, Any], metrics: GatewayMetrics) -> ServedTool:
-    encoder = json.JSONEncoder(indent=tool.text_indent, ensure_ascii=False)
+    encoder = json.JSONEncoder(indent=tool.text_indent, ensure_ascii=False, allow_nan=False)
     bound = metrics.for_tool(name, pack_name, tool.upstream)
     if tool.input_model is not None:
         assert tool.output_model is not None

@@ -345,13 +345,31 @@ def config_group() -> None:
 
 
 @config_group.command("check")
+@click.option(
+    "--start",
+    is_flag=True,
+    help="Also start the deployment once (packs, stores, remote servers, tool names) and stop it again.",
+)
 @_config_option
 @click.pass_obj
-def config_check(env: CliEnvironment) -> None:
-    """Validate the configuration against the installed plugins."""
+def config_check(env: CliEnvironment, start: bool) -> None:
+    """Validate the configuration against the installed plugins (with --start: and start it once).
+
+    Without --start the check reads the file only: keys, types, plugin options, provider names. What only
+    starting reveals (a pack's own checks, a store that cannot be opened, two packs offering one tool name) is
+    found by --start, which does what `gateway serve` does before it serves."""
     loaded, _ = prepare(env.config_path)
     cfg = loaded.config
-    click.echo(f"{loaded.source}: ok")
+    if start:
+
+        async def main() -> int:
+            async with env.running_runtime() as runtime:
+                return len(runtime.catalogue.tools)
+
+        count = _run(main)
+        click.echo(f"{loaded.source}: ok (started: {count} tools)")
+    else:
+        click.echo(f"{loaded.source}: ok (not started: --start also starts it once)")
     click.echo(f"  packs: {', '.join(cfg.packs.enabled) or '-'}   transport: {cfg.transport.kind}")
     click.echo(f"  embedders: {' -> '.join(cfg.providers.embedder)}   vector store: {cfg.providers.vector_store}")
     click.echo(

@@ -11,11 +11,13 @@ for ``retry_after_seconds``, then tried again. The fallback is never skipped (th
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import anyio
+import numpy as np
 import structlog
 
 from gateway.api import (
@@ -31,6 +33,10 @@ from gateway.api import (
 log = structlog.get_logger(__name__)
 
 DEFAULT_RETRY_AFTER_SECONDS = 30.0
+_MIN_NORM = 1e-12
+_NORM_TOLERANCE = 1e-3
+"""Vectors whose length is further than this from 1 are normalised by the chain (the protocol asks for unit
+vectors; cosine scores and stored vectors assume them)."""
 
 ChainEntry = tuple[str, Embedder | ProviderUnavailable]
 """A configured link: its provider name and the built embedder, or why its factory could not build it."""
@@ -42,6 +48,11 @@ class _Link:
     embedder: Embedder
     open_until: float = float("-inf")
     """While the clock is before this, the breaker is open and the link is skipped."""
+
+
+def storage_key(embedder_id: str) -> str:
+    """What stays of an embedder id in the names packs give its storage: letters (lower-cased) and digits."""
+    return re.sub(r"[^a-z0-9]+", "-", embedder_id.lower()).strip("-")
 
 
 class _Skipped(Exception):
@@ -89,6 +100,14 @@ class EmbedderChain:
         ids = [link.embedder.id for link in self._links]
         if len(set(ids)) != len(ids):
             raise ConfigError(f"[providers] embedder: two links produce the same vectors ({ids})")
+        by_key: dict[str, str] = {}
+        for embedder_id in ids:
+            other = by_key.setdefault(storage_key(embedder_id), embedder_id)
+            if other != embedder_id:
+                raise ConfigError(
+                    f"[providers] embedder: the ids {other!r} and {embedder_id!r} differ only in case or punctuation; "
+                    "packs name their vector collections after the id, so the two would share one: give one another id"
+                )
         self._cooldown = retry_after_seconds
         self._query_deadline = query_deadline_seconds
         self._clock = clock
@@ -162,7 +181,7 @@ class EmbedderChain:
         try:
             with anyio.fail_after(deadline):
                 vectors = await embedder.embed(texts, task=task)
-            self._check(embedder, texts, vectors)
+            vectors = self._check(embedder, texts, vectors)
         except TimeoutError:
             reason = f"no answer within the query deadline of {deadline}s"
             self._trip(link, task, reason, is_fallback)
@@ -191,9 +210,22 @@ class EmbedderChain:
         )
 
     @staticmethod
-    def _check(embedder: Embedder, texts: Sequence[str], vectors: list[list[float]]) -> None:
+    def _check(embedder: Embedder, texts: Sequence[str], vectors: list[list[float]]) -> list[list[float]]:
+        """The link's vectors, L2-normalised, or :class:`ProviderUnavailable` for an answer that cannot be stored:
+        the wrong count or dimension, a NaN or infinite value, a zero vector (it has no direction to compare)."""
         if len(vectors) != len(texts) or any(len(vector) != embedder.dimension for vector in vectors):
             raise ProviderUnavailable(
                 embedder.id,
                 f"answered {len(vectors)} vectors for {len(texts)} texts (want dimension {embedder.dimension})",
             )
+        if not vectors:
+            return vectors
+        array = np.asarray(vectors, dtype=np.float64)
+        if not np.isfinite(array).all():
+            raise ProviderUnavailable(embedder.id, "answered a vector holding a NaN or infinite value")
+        norms = np.linalg.norm(array, axis=1)
+        if (norms < _MIN_NORM).any():
+            raise ProviderUnavailable(embedder.id, "answered a zero vector")
+        if (np.abs(norms - 1.0) <= _NORM_TOLERANCE).all():
+            return vectors
+        return (array / norms[:, None]).tolist()

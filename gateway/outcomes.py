@@ -8,6 +8,7 @@ against the tool's output schema. Either way arguments that break the input sche
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,16 @@ from gateway.api.tools import Tool, ToolResult
 from gateway.catalogue import ServedTool
 from gateway.json_schemas import schema_errors
 
-__all__ = ["CallOutcome", "checked_output", "invalid_arguments", "schema_outcome", "validation_details"]
+__all__ = [
+    "CallOutcome",
+    "checked_output",
+    "encoded_error",
+    "encoded_result",
+    "invalid_arguments",
+    "non_json_fields",
+    "schema_outcome",
+    "validation_details",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -96,4 +106,57 @@ def schema_outcome(served: ServedTool, result: Any, context: CallContext) -> Cal
         body = dict(structured)
     else:
         body = {"content": [dict(block) for block in content or ()], "isError": is_error}
-    return CallOutcome(is_error, body, served.encoder.encode(body), None, context, content, structured)
+    return CallOutcome(is_error, body, encoded_result(served, body), None, context, content, structured)
+
+
+def encoded_result(served: ServedTool, body: Mapping[str, Any]) -> str:
+    """``body`` as JSON text; ``internal_error`` naming the fields JSON cannot carry (NaN, infinity, a Python
+    object a handler left in it)."""
+    try:
+        return served.encoder.encode(body)
+    except (TypeError, ValueError):
+        fields = non_json_fields(body)
+        log.error("tool result holds values JSON cannot carry", tool=served.name, fields=fields)
+        raise InternalError("the tool produced an invalid result", details={"errors": fields}) from None
+
+
+def encoded_error(served: ServedTool, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """An error body and its JSON text. Values of its details JSON cannot carry (a datetime, a set, NaN) are sent
+    as their ``str()``: the caller still gets the tool's error, and the log names the fields."""
+    try:
+        return body, served.encoder.encode(body)
+    except (TypeError, ValueError):
+        log.error(
+            "tool error holds values JSON cannot carry; sent as text", tool=served.name, fields=non_json_fields(body)
+        )
+        safe = _json_safe(body)
+        return safe, served.encoder.encode(safe)
+
+
+def non_json_fields(value: Any, path: str = "") -> list[str]:
+    """Dotted paths of the values in ``value`` that are not JSON (NaN and infinities included)."""
+    if value is None or isinstance(value, str | bool | int):
+        return []
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [path or "(root)"]
+    if isinstance(value, Mapping):
+        found: list[str] = []
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            found += non_json_fields(item, where) if isinstance(key, str) else [where]
+        return found
+    if isinstance(value, list | tuple):
+        return [field for i, item in enumerate(value) for field in non_json_fields(item, f"{path}[{i}]")]
+    return [path or "(root)"]
+
+
+def _json_safe(value: Any) -> Any:
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(key): _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    return str(value)

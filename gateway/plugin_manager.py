@@ -6,8 +6,9 @@ config) keeps named plugins out; ``check_pending`` makes a misspelled hook fail 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,6 +189,12 @@ def create_plugin_manager(
                 raise PluginError(
                     f"plugin {impl.plugin_name!r}: {hook_name} failed: {type(exc).__name__}: {exc}"
                 ) from exc
+    for name, reg in registry.packs.items():
+        if name in registry.providers or name == "interceptor":  # [plugins.<name>] would be ambiguous
+            raise PluginError(
+                f"plugin {reg.plugin!r}: a pack may not be named {name!r}: [plugins.{name}] configures the "
+                f"{name} providers"
+            )
     return GatewayPlugins(pm, registry, entry_points)
 
 
@@ -217,3 +224,15 @@ def _register(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
         pm.register(plugin, name=name)
     except pluggy.PluginValidationError as exc:
         raise PluginError(f"plugin {name!r}: {exc}") from exc
+
+
+@contextlib.contextmanager
+def plugin_bugs_named(who: str, what: str) -> Iterator[None]:
+    """A plain exception from a plugin's code at start-up becomes a :class:`PluginError` naming the plugin (the
+    host's own errors, a plugin's :class:`ConfigError` included, pass unchanged)."""
+    try:
+        yield
+    except GatewayError:
+        raise
+    except Exception as exc:
+        raise PluginError(f"{who}: {what} failed: {type(exc).__name__}: {exc}") from exc

@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from gateway.api.errors import ConfigError, NotFound, ProviderUnavailable, ValidationFailed
+from gateway.api.errors import ConfigError, GatewayError, NotFound, ProviderUnavailable, ValidationFailed
 from gateway.api.registry import EMBEDDER, ProviderContext
 from gateway.config import LoadedConfig, errors_name_the_file
 from gateway.plugin_manager import Registry
@@ -120,6 +120,13 @@ class ProviderHub:
                 except ProviderUnavailable as exc:
                     log.info("embedder skipped", embedder=name, reason=exc.reason)
                     members.append((name, exc))
+                except GatewayError:
+                    raise
+                except Exception as exc:  # a plugin's bug: that link is out, named, and the chain falls back
+                    log.exception("embedder factory failed", embedder=name)
+                    members.append(
+                        (name, ProviderUnavailable(name, f"its factory failed: {type(exc).__name__}: {exc}"))
+                    )
             cfg = self._loaded.config.providers
             self._embeddings = EmbedderChain(
                 members,

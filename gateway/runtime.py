@@ -21,6 +21,7 @@ from gateway.api.errors import (
     GatewayError,
     InternalError,
     NotFound,
+    PluginError,
     ToolError,
     ValidationFailed,
 )
@@ -43,9 +44,17 @@ from gateway.identity import local_principal
 from gateway.json_schemas import schema_errors
 from gateway.logs import call_log, enter_call, exit_call
 from gateway.metrics import GatewayMetrics
-from gateway.outcomes import CallOutcome, checked_output, invalid_arguments, schema_outcome, validation_details
+from gateway.outcomes import (
+    CallOutcome,
+    checked_output,
+    encoded_error,
+    encoded_result,
+    invalid_arguments,
+    schema_outcome,
+    validation_details,
+)
 from gateway.pipeline import Link, build_chain, tool_error_in
-from gateway.plugin_manager import GatewayPlugins
+from gateway.plugin_manager import GatewayPlugins, plugin_bugs_named
 from gateway.providers import ProviderHub
 
 __all__ = ["CallOutcome", "GatewayRuntime", "ServedTool", "UnknownTool"]
@@ -121,9 +130,16 @@ class GatewayRuntime:
                     upstreams=self.upstream_connector,
                     catalogue_changed=self._announcer(name),
                 )
-                pack = reg.factory(context)
+                with plugin_bugs_named(f"pack {name!r} (plugin {reg.plugin!r})", "its factory"):
+                    pack = reg.factory(context)
+                if not isinstance(pack, ToolPack):
+                    raise PluginError(
+                        f"pack {name!r} (plugin {reg.plugin!r}): its factory returned {type(pack).__name__}, "
+                        "not a ToolPack"
+                    )
                 self.packs[name] = pack
-                await pack.start()
+                with plugin_bugs_named(f"pack {name!r} (plugin {reg.plugin!r})", "start()"):
+                    await pack.start()
                 self.catalogue.add_pack(name, pack, self._prefix(name))
                 self._indexed.add(name)
             for ref in cfg.pipeline.interceptors:
@@ -136,8 +152,10 @@ class GatewayRuntime:
                     tools=self.catalogue.tool_view(),
                     packs={name: name in cfg.packs.enabled for name in registry.packs},
                 )
-                interceptor = reg.factory(context)
-                await interceptor.start()
+                with plugin_bugs_named(f"interceptor {ref.name!r} (plugin {reg.plugin!r})", "its factory"):
+                    interceptor = reg.factory(context)
+                with plugin_bugs_named(f"interceptor {ref.name!r} (plugin {reg.plugin!r})", "start()"):
+                    await interceptor.start()
                 self._interceptors.append(Link(interceptor, ref.name, fail_open=ref.on_error == "fail_open"))
         except BaseException:
             await self.stop()
@@ -280,6 +298,8 @@ class GatewayRuntime:
             if tool.input_model is None:
                 return schema_outcome(served, result, context)
             model = checked_output(tool, result)
+            body = model.model_dump(mode="json", by_alias=True, exclude_none=tool.exclude_none)
+            text = tool.text(model) if tool.text is not None else encoded_result(served, body)
         except ToolError as err:
             return self._error(served, err, context)
         except Exception as exc:
@@ -291,16 +311,14 @@ class GatewayRuntime:
                 details={"correlation_id": context.correlation_id},
             )
             return self._error(served, err, context)
-        body = model.model_dump(mode="json", by_alias=True, exclude_none=tool.exclude_none)
-        text = tool.text(model) if tool.text is not None else served.encoder.encode(body)
         return CallOutcome(False, body, text, context=context)
 
     async def _invoke(self, call: ToolCall) -> ToolOutput:
         return await call.tool.handler(call.arguments, call.context)  # type: ignore[arg-type]
 
     def _error(self, served: ServedTool, err: ToolError, context: CallContext) -> CallOutcome:
-        body = served.pack_obj.format_error(err) or err.to_body()
-        return CallOutcome(True, body, served.encoder.encode(body), error=err, context=context)
+        body, text = encoded_error(served, served.pack_obj.format_error(err) or err.to_body())
+        return CallOutcome(True, body, text, error=err, context=context)
 
     # -- resources -------------------------------------------------------------------------------------------
 
@@ -374,3 +392,4 @@ class GatewayRuntime:
                     raise Forbidden(f"the caller lacks the scope {template.scope!r} for {uri}")
                 return await template.read(match.groupdict(), context)
         raise NotFound(f"no resource {uri!r}")
+

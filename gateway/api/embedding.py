@@ -15,8 +15,12 @@ class Embedder(Protocol):
     """Turns text into L2-normalised dense vectors.
 
     ``id`` is stable and names provider, model and dimension (``local/all-MiniLM-L6-v2/384``): vectors from two
-    ids are never compared. ``max_batch`` and ``max_input_chars`` are the limits the embedder declares; callers
-    may pass any number of texts (the embedder batches) and longer texts are truncated, never rejected.
+    ids are never compared, and packs name their storage after the id, so two ids must differ in more than case
+    or punctuation (the host refuses a chain where they do not). The host's chain checks every answer: a NaN,
+    an infinite value or a zero vector counts as a failure of that embedder (the chain falls back), and a vector
+    whose length is not 1 is normalised. ``max_batch`` and ``max_input_chars`` are the limits the embedder
+    declares; callers may pass any number of texts (the embedder batches) and longer texts are truncated, never
+    rejected.
     Failures of a remote service raise :class:`gateway.api.ProviderUnavailable`.
     """
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from gateway.api import Filter, RelationalStore, ScoredPoint, VectorPoint, VectorStore
+from gateway.api import ConfigError, Filter, RelationalStore, ScoredPoint, VectorPoint, VectorStore
 from gateway_plugins.gim.repository import Repository
 
 log = structlog.get_logger(__name__)
@@ -85,6 +85,12 @@ class VectorIndex:
     async def ensure_embedder(self, embedder_id: str, dimension: int) -> Generation:
         """Register an embedder and create its active (and building) collections if missing."""
         if embedder_id not in self._generations:
+            name = collection_name(embedder_id)
+            if owner := next((e for e in self._generations if collection_name(e) == name), None):
+                raise ConfigError(
+                    f"embedder {embedder_id!r} would write to the vector collection {name!r}, which holds the vectors "
+                    f"of embedder {owner!r} (their ids differ only in case or punctuation): give one another id"
+                )
             await self._repo.ensure_generation(self._db, embedder_id, dimension)
             await self.refresh()
         generation = self._generations[embedder_id]

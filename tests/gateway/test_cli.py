@@ -30,6 +30,20 @@ def test_config_check(tmp_path):
     assert "ok" in result.output and "packs: hello" in result.output
 
 
+def test_config_check_start_finds_what_only_starting_reveals(tmp_path):
+    config = tmp_path / "pg.toml"
+    config.write_text(
+        f'[gateway]\ndata_dir = "{tmp_path / "data"}"\n[packs]\nenabled = ["gim"]\n[providers]\nstore = "postgres"\n'
+        '[plugins.store.postgres]\ndsn = "postgresql://gim@127.0.0.1:1/gim"\n'
+    )
+    static = CliRunner().invoke(cli, ["--config", str(config), "config", "check"])
+    assert static.exit_code == 0 and "ok (not started" in static.output
+    started = CliRunner().invoke(cli, ["--config", str(config), "config", "check", "--start"])
+    assert started.exit_code == 1 and "store:postgres: cannot connect" in started.output
+    fine = CliRunner().invoke(cli, ["--config", _config(tmp_path), "config", "check", "--start"])
+    assert fine.exit_code == 0 and "ok (started: 2 tools)" in fine.output, fine.output
+
+
 def test_config_check_reports_errors(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[packs]\nenabeld = []\n")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
 import pytest
 from structlog.testing import capture_logs
 
-from gateway.api import ConfigError, EmbedTask, ProviderUnavailable, ServiceUnavailable
+from gateway.api import ConfigError, EmbedTask, ProviderUnavailable, ServiceUnavailable, hookimpl
 from gateway.app import prepare
 from gateway.embedding_chain import EmbedderChain
 from gateway.providers import ProviderHub
@@ -206,6 +207,61 @@ async def test_a_broken_answer_counts_as_a_failure(local: LocalEmbedder) -> None
     assert (await chain.embed_documents(["d"])).missing == ("broken/model/999",)
 
 
+class _Distorting:
+    """An embedder whose vectors are the local ones bent by ``distort`` (a NaN, a zero vector, a wrong length)."""
+
+    def __init__(self, inner: LocalEmbedder, distort: str, embedder_id: str = "distorting/model/384") -> None:
+        self._inner, self._distort = inner, distort
+        self.id, self.dimension, self.max_batch, self.max_input_chars = embedder_id, inner.dimension, 8, 100
+
+    async def embed(self, texts: Sequence[str], *, task: EmbedTask) -> list[list[float]]:
+        vectors = await self._inner.embed(texts, task=task)
+        if self._distort == "nan":
+            vectors[-1][3] = float("nan")
+        elif self._distort == "inf":
+            vectors[0][0] = float("inf")
+        elif self._distort == "zero":
+            vectors[0] = [0.0] * self.dimension
+        elif self._distort == "scaled":
+            vectors = [[3.0 * x for x in vector] for vector in vectors]
+        return vectors
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("distort", ["nan", "inf", "zero"])
+async def test_vectors_that_cannot_be_compared_count_as_a_failure(local: LocalEmbedder, distort: str) -> None:
+    chain = EmbedderChain([("distorting", _Distorting(local, distort)), ("local", local)])
+    with capture_logs() as logs:
+        result = await chain.embed_query("q")
+        documents = await chain.embed_documents(["d", "e"])
+    assert (result.embedder_id, result.skipped) == (local.id, ("distorting/model/384",))
+    assert documents.missing == ("distorting/model/384",) and list(documents.vectors) == [local.id]
+    reasons = [entry["reason"] for entry in logs if entry["event"] == "embedder.skipped"]
+    assert ("NaN or infinite" if distort != "zero" else "zero vector") in reasons[0]  # then its breaker is open
+
+
+async def test_a_fallback_answering_nan_is_a_clear_outage(local: LocalEmbedder) -> None:
+    chain = EmbedderChain([("distorting", _Distorting(local, "nan"))])
+    with pytest.raises(ServiceUnavailable, match="NaN or infinite"):
+        await chain.embed_documents(["d"])
+
+
+async def test_vectors_of_the_wrong_length_are_normalised(local: LocalEmbedder) -> None:
+    chain = EmbedderChain([("scaled", _Distorting(local, "scaled"))])
+    served = (await chain.embed_documents(["d", "e"])).vectors["distorting/model/384"]
+    expected = await local.embed(["d", "e"], task="document")
+    assert np.allclose(np.linalg.norm(np.asarray(served), axis=1), 1.0)
+    assert np.allclose(served, expected, atol=1e-6)
+
+
+def test_ids_that_would_share_a_collection_are_a_config_error(local: LocalEmbedder) -> None:
+    first, second = _Distorting(local, "", "acme/sha/64"), _Distorting(local, "", "ACME-sha/64")
+    with pytest.raises(ConfigError, match="differ only in case or punctuation"):
+        EmbedderChain([("first", first), ("second", second)])
+
+
 async def test_a_bug_in_an_earlier_link_falls_back(local: LocalEmbedder) -> None:
     chain = EmbedderChain([("buggy", _Misreporting(local, explode=True)), ("local", local)])
     with capture_logs() as logs:
@@ -349,3 +405,39 @@ async def test_a_slow_first_link_is_abandoned_at_the_query_deadline():
     with anyio.fail_after(10):
         result = await chain.embed_query("ModuleNotFoundError: No module named 'numpy'")
     assert result.embedder_id == local.id and result.skipped == ("slow/model/384",)
+
+
+class _BuggyEmbedderPlugin:
+    """A plugin whose embedder factory has a bug (a plain exception, not ProviderUnavailable)."""
+
+    @hookimpl
+    def gateway_register_providers(self, register: Any) -> None:
+        def factory(context: Any) -> Any:
+            raise RuntimeError("a bug in the factory")
+
+        register("embedder", "buggy", factory)
+
+
+async def test_an_embedder_factory_with_a_bug_is_left_out_and_named(tmp_path: Path) -> None:
+    loaded, plugins = prepare(
+        {"gateway": {"data_dir": str(tmp_path)}, "providers": {"embedder": ["buggy", "local"]}},
+        extra_plugins=[("buggy_embedder", _BuggyEmbedderPlugin())],
+    )
+    with capture_logs() as logs:
+        chain = ProviderHub(loaded, plugins.registry).embeddings()
+    try:
+        assert [e.id for e in chain.embedders] == ["local/all-MiniLM-L6-v2-int8/384"]
+        assert (await chain.embed_query("q")).embedder_id == "local/all-MiniLM-L6-v2-int8/384"
+        assert any(e["event"] == "embedder factory failed" and e["embedder"] == "buggy" for e in logs)
+    finally:
+        for embedder in chain.embedders:
+            await embedder.aclose()
+
+
+def test_an_embedder_factory_with_a_bug_in_the_fallback_is_a_clear_outage(tmp_path: Path) -> None:
+    loaded, plugins = prepare(
+        {"gateway": {"data_dir": str(tmp_path)}, "providers": {"embedder": ["buggy"]}},
+        extra_plugins=[("buggy_embedder", _BuggyEmbedderPlugin())],
+    )
+    with pytest.raises(ServiceUnavailable, match="'buggy' is unavailable: its factory failed: RuntimeError: a bug"):
+        ProviderHub(loaded, plugins.registry).embeddings()

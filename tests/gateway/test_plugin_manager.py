@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.api import PluginError, hookimpl
+from gateway.api import ConfigError, PluginError, ToolPack, hookimpl
 from gateway.plugin_manager import create_plugin_manager
+from gateway.testing import running_gateway
 
 BUILT_INS = {
     "embedders": {"embedder:local", "embedder:gemini"},
@@ -94,3 +95,49 @@ def test_a_hook_with_the_wrong_arguments_or_a_failing_registration_names_its_plu
         create_plugin_manager(extra_plugins=[("wrong", WrongArgument())])
     with pytest.raises(PluginError, match=r"^plugin 'failing': gateway_register_tool_packs failed: RuntimeError"):
         create_plugin_manager(extra_plugins=[("failing", Failing())])
+
+
+@pytest.mark.parametrize("name", ["embedder", "store", "interceptor"])
+def test_a_pack_named_like_a_provider_kind_is_refused(name):
+    class Squatter:
+        @hookimpl
+        def gateway_register_tool_packs(self, register):
+            register(name, lambda context: None)
+
+    with pytest.raises(PluginError, match=rf"^plugin 'squatter': a pack may not be named '{name}'"):
+        create_plugin_manager(extra_plugins=[("squatter", Squatter())])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("factory", r"pack 'faulty' \(plugin 'faulty'\): its factory failed: RuntimeError: no database"),
+        ("none", r"pack 'faulty' \(plugin 'faulty'\): its factory returned NoneType, not a ToolPack"),
+        ("start", r"pack 'faulty' \(plugin 'faulty'\): start\(\) failed: OSError: port busy"),
+        ("config", r"^<config>: 'plugins.faulty.n': must be even$"),
+    ],
+)
+async def test_a_pack_that_fails_to_build_or_start_is_named(tmp_path, fault, message):
+    class Faulty(ToolPack):
+        name = "faulty"
+
+        async def start(self):
+            raise OSError("port busy")
+
+    def build(context):
+        if fault == "factory":
+            raise RuntimeError("no database")
+        if fault == "config":
+            raise ConfigError("'plugins.faulty.n': must be even")
+        return None if fault == "none" else Faulty()
+
+    class Plugin:
+        @hookimpl
+        def gateway_register_tool_packs(self, register):
+            register("faulty", build)
+
+    config = {"gateway": {"data_dir": str(tmp_path)}, "packs": {"enabled": ["faulty"]}}
+    with pytest.raises(PluginError if fault != "config" else ConfigError, match=message):
+        async with running_gateway(config, extra_plugins=[("faulty", Plugin())]):
+            pass

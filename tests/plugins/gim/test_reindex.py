@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from structlog.testing import capture_logs
 
+from gateway.api import ConfigError
 from gateway.cli import cli
 from gateway.testing import running_gateway
 from tests.fakes.gemini import FakeResponse
@@ -175,3 +176,14 @@ async def test_changing_the_local_precision_warns_until_a_reindex_fills_the_vect
         with capture_logs() as logs:
             await client.runtime.packs["gim"].core.ensure_embedders()
         assert not [entry for entry in logs if entry["event"] == "gim.embedder.vectors_missing"]
+
+
+async def test_an_embedder_id_that_would_reuse_another_ids_collection_is_refused(data_dir: Path) -> None:
+    """Collections are named after the embedder id in lower case without punctuation: a later embedder whose id
+    differs from a recorded one only there would overwrite its vectors."""
+    async with running_gateway(gim_config(), data_dir) as client:
+        vectors = client.runtime.packs["gim"].core.vectors
+        await vectors.ensure_embedder("acme/sha/64", 64)
+        with pytest.raises(ConfigError, match="holds the vectors of embedder 'acme/sha/64'"):
+            await vectors.ensure_embedder("Acme-SHA/64", 64)
+        assert "Acme-SHA/64" not in vectors.generations
