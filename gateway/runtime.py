@@ -392,4 +392,3 @@ class GatewayRuntime:
                     raise Forbidden(f"the caller lacks the scope {template.scope!r} for {uri}")
                 return await template.read(match.groupdict(), context)
         raise NotFound(f"no resource {uri!r}")
-
