@@ -212,6 +212,8 @@ class WireSession:
         self._closing = True
         self._stop.set()
         if self._task is not None:
+            if not self._connected:  # still opening (a server that never answers): nothing else would end it
+                self._task.cancel()
             await self._done.wait()
 
     async def _request(

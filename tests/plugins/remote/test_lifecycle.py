@@ -182,6 +182,23 @@ async def test_a_known_but_down_server_answers_upstream_unavailable_at_once(tmp_
     assert second["code"] == "upstream_unavailable" and second["details"]["retry_after"] > 0
 
 
+async def test_a_server_that_never_answers_initialize_is_down_at_the_connect_timeout_and_retried(tmp_path: Path):
+    server = {
+        **py_stdio_server(tmp_path / "state", connect_timeout_seconds=2, restart_backoff_seconds=0.2),
+        "env": {"PY_SERVER_HANG_ONCE": "1"},
+    }
+    async with running_gateway(remote_config(tmp_path, [server])) as client:
+        upstream = client.runtime.packs["remote"].upstreams[0]
+        came_up = await eventually(lambda: upstream.state == "up")  # the first start hangs: a first run, no copy
+        result = await client.call_tool("py_echo", {"text": "at last"})
+        starts, reason = upstream.starts, upstream.last_error
+        started = anyio.current_time()
+    stopped_in = anyio.current_time() - started
+    assert came_up and result.structured_content == {"result": "at last"}
+    assert starts == 2 and "no answer within 2 s" in (reason or "")
+    assert stopped_in < 5 and await eventually(lambda: not _py_servers())
+
+
 def test_no_orphans_when_the_gateway_is_killed(tmp_path: Path, node: str):
     """SIGKILL leaves the gateway no chance to clean up: its servers, and their own children, still go."""
     wrapped = ["/bin/sh", "-c", f'"{sys.executable}" "{PY_SERVER}" stdio "{tmp_path / "state"}"; true']

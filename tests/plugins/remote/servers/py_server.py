@@ -133,6 +133,11 @@ def main() -> None:
         print("cannot start: told to fail", file=sys.stderr)
         sys.exit(3)
     STATE.mkdir(parents=True, exist_ok=True)
+    if os.environ.get("PY_SERVER_HANG_ONCE") and not (STATE / "hung-once").exists():
+        (STATE / "hung-once").write_text("1")
+        import time
+
+        time.sleep(3600)  # the first start never answers `initialize`
     if sys.argv[1] == "stdio":
         server.run("stdio")
         return
