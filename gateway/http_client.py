@@ -10,8 +10,12 @@ the system's trust store, and a proxy from ``HTTP(S)_PROXY``/``ALL_PROXY`` unles
 Leaving a response before its end (a cancelled call) closes its connection: to an MCP server that is how a call is
 cancelled. A caller that has what it needs from an event stream says so (:meth:`Response.done`): the stream's end
 (an MCP server closes it right after the answer) is then awaited off the caller's path and the connection reused,
-rather than a new connection (and a socket in ``TIME_WAIT``) per call. A kept-alive connection the server closed
-while idle is retried once on a new one, as browsers and ``aiohttp`` do: the server never saw the request.
+rather than a new connection (and a socket in ``TIME_WAIT``) per call.
+
+A request is never sent twice: a tool call is not idempotent, and a connection that fails after the request went
+out cannot say whether the server read it. So a kept-alive connection is only reused while it is known to be open
+and has been idle under :data:`KEEPALIVE_EXPIRY` (below the keep-alive timeout of common servers, which close idle
+connections after 5 s); one that ends after the request was written fails that request.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ __all__ = ["ConnectionClosed", "HttpClient", "Response"]
 
 MAX_IDLE = 32
 """Idle keep-alive connections kept per origin."""
+KEEPALIVE_EXPIRY = 4.0
+"""Seconds an idle connection stays reusable (uvicorn, Node and most servers close theirs after 5 s)."""
 FINISH_GRACE = 5.0
 """Seconds the rest of a body the caller no longer needs may take to end before its connection is closed."""
 _FRAMING = frozenset({"host", "content-length", "transfer-encoding", "connection"})
@@ -96,6 +102,7 @@ class _Connection(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self.on_progress: Callable[[], None] | None = None
         """Called on anything that arrives or fails while nobody waits (a connection finishing its body)."""
+        self.idle_since = 0.0
         self._reset()
 
     def _reset(self) -> None:
@@ -180,6 +187,11 @@ class _Connection(asyncio.Protocol):
     def reusable(self) -> bool:
         return self.keep_alive and self.transport is not None
 
+    @property
+    def open(self) -> bool:
+        """Neither side has closed it (a server closing an idle connection is seen once the loop has read its FIN)."""
+        return self.transport is not None and not self.transport.is_closing() and self.failure is None
+
     def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
@@ -253,6 +265,7 @@ class HttpClient:
 
     def _release(self, conn: _Connection) -> None:
         if conn.reusable and not self._closed and len(self._idle) < MAX_IDLE:
+            conn.idle_since = asyncio.get_running_loop().time()
             self._idle.append(conn)
         else:
             conn.close()
@@ -271,20 +284,20 @@ class HttpClient:
         conn.on_progress = progress
 
     async def _exchange(self, request: bytes) -> _Connection:
-        """Send ``request``; the connection once the response's headers are in."""
-        while self._idle:
-            conn = self._idle.pop()
-            try:
-                conn.send(request)
-                return await self._headers(conn)
-            except ConnectionClosed:
-                conn.close()
-                if conn.received:
-                    raise
-                # closed by the server while idle, before it read the request: try a fresh one
-        conn = await self._connect()
+        """Send ``request`` once; the connection once the response's headers are in."""
+        conn = self._reusable() or await self._connect()
         conn.send(request)
         return await self._headers(conn)
+
+    def _reusable(self) -> _Connection | None:
+        """The most recently used idle connection still open and young enough; older or closed ones are dropped."""
+        now = asyncio.get_running_loop().time()
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.open and now - conn.idle_since < KEEPALIVE_EXPIRY:
+                return conn
+            conn.close()
+        return None
 
     async def _headers(self, conn: _Connection) -> _Connection:
         try:

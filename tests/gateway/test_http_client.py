@@ -106,7 +106,7 @@ async def test_a_body_that_ends_with_the_connection_and_a_chunked_one() -> None:
     assert b"".join(pieces) == b"abcde"
 
 
-async def test_a_kept_alive_connection_the_server_dropped_is_retried_once_on_a_new_one() -> None:
+async def test_a_kept_alive_connection_the_server_closed_while_idle_is_not_used() -> None:
     connections = 0
 
     async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -115,18 +115,70 @@ async def test_a_kept_alive_connection_the_server_dropped_is_retried_once_on_a_n
         await _read_request(reader)
         writer.write(_ok(b"first" if connections == 1 else b"again"))
         await writer.drain()
-        if connections == 1:  # the next request on this connection meets a server that has given up on it
-            await reader.readuntil(b"\r\n\r\n")
-            writer.transport.abort()
+        if connections == 1:  # gives up on the connection once idle (a keep-alive timeout)
+            writer.close()
 
     async with _raw_server(script) as url:
         client = HttpClient(url)
         async with client.post({}, b"1") as response:
             first = await response.read()
+        await anyio.sleep(0.2)  # the server's FIN arrives
         async with client.post({}, b"2") as response:
             second = await response.read()
         await client.aclose()
     assert (first, second, connections) == (b"first", b"again", 2)
+
+
+async def test_a_request_is_never_sent_twice_when_the_connection_fails_after_it_went_out() -> None:
+    """The server may have run it (a tool call is not idempotent): the caller is told, and nothing is resent."""
+    requests: list[bytes] = []
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            requests.append(await _read_request(reader))
+            if len(requests) == 2:  # read the second request on the kept-alive connection, then died
+                writer.transport.abort()
+                return
+            writer.write(_ok(b"first"))
+            await writer.drain()
+
+    async with _raw_server(script) as url:
+        client = HttpClient(url)
+        async with client.post({}, b"1") as response:
+            await response.read()
+        with pytest.raises(ConnectionClosed):
+            async with client.post({}, b"2"):
+                pass
+        await anyio.sleep(0.2)
+        await client.aclose()
+    assert [r.rsplit(b"\r\n\r\n", 1)[1] for r in requests] == [b"1", b"2"]
+
+
+async def test_a_connection_idle_past_the_keepalive_expiry_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gateway.http_client
+
+    monkeypatch.setattr(gateway.http_client, "KEEPALIVE_EXPIRY", 0.05)
+    connections = 0
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        while True:
+            try:
+                await _read_request(reader)
+            except asyncio.IncompleteReadError:  # the client closed it
+                return
+            writer.write(_ok(b"ok"))
+            await writer.drain()
+
+    async with _raw_server(script) as url:
+        client = HttpClient(url)
+        for pause in (0, 0.01, 0.2):
+            await anyio.sleep(pause)
+            async with client.post({}, b"x") as response:
+                await response.read()
+        await client.aclose()
+    assert connections == 2  # the second call reused the first connection; the third, after 0.2 s, did not
 
 
 async def test_a_server_that_closes_mid_answer_or_speaks_no_http_is_a_closed_connection() -> None:
