@@ -17,7 +17,7 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from gateway.api.context import CallContext
-from gateway.api.errors import InternalError, ToolError, ValidationFailed
+from gateway.api.errors import InternalError, ProviderUnavailable, ServiceUnavailable, ToolError, ValidationFailed
 from gateway.api.tools import Tool, ToolResult
 from gateway.catalogue import ServedTool
 from gateway.json_schemas import schema_errors
@@ -30,6 +30,7 @@ __all__ = [
     "invalid_arguments",
     "non_json_fields",
     "schema_outcome",
+    "unavailable",
     "validation_details",
 ]
 
@@ -59,6 +60,16 @@ def validation_details(exc: ValidationError) -> list[dict[str, str]]:
         {"field": ".".join(str(p) for p in err["loc"]) or "(root)", "message": err["msg"], "type": err["type"]}
         for err in exc.errors(include_url=False)
     ]
+
+
+def unavailable(exc: ProviderUnavailable, correlation_id: str) -> ServiceUnavailable:
+    """What a caller is told when a provider is down or locked: which one, and to retry; the reason (host names,
+    paths) stays in the server log under the correlation id."""
+    return ServiceUnavailable(
+        f"{exc.provider} is unavailable right now; retry later (the server log has the reason under this correlation "
+        "id)",
+        details={"provider": exc.provider, "correlation_id": correlation_id},
+    )
 
 
 def invalid_arguments(errors: list[dict[str, str]]) -> ValidationFailed:

@@ -22,6 +22,7 @@ from gateway.api.errors import (
     InternalError,
     NotFound,
     PluginError,
+    ProviderUnavailable,
     ToolError,
     ValidationFailed,
 )
@@ -51,6 +52,7 @@ from gateway.outcomes import (
     encoded_result,
     invalid_arguments,
     schema_outcome,
+    unavailable,
     validation_details,
 )
 from gateway.pipeline import Link, build_chain, tool_error_in
@@ -302,6 +304,9 @@ class GatewayRuntime:
             text = tool.text(model) if tool.text is not None else encoded_result(served, body)
         except ToolError as err:
             return self._error(served, err, context)
+        except ProviderUnavailable as exc:  # a store or service is down or locked: the caller may retry
+            log.warning("provider unavailable", tool=served.name, correlation_id=context.correlation_id, error=str(exc))
+            return self._error(served, unavailable(exc, context.correlation_id), context)
         except Exception as exc:
             if (carried := tool_error_in(exc)) is not None:
                 return self._error(served, carried, context)

@@ -11,7 +11,9 @@ import math
 from functools import partial
 from typing import TYPE_CHECKING
 
-from gateway.api import CallContext, InsufficientData, off_loop
+import structlog
+
+from gateway.api import CallContext, InsufficientData, ProviderUnavailable, off_loop
 from gateway_plugins.gim.models import ModelInfo
 from gateway_plugins.gim.overlap import alongside
 from gateway_plugins.gim.ranking import environment_matches, fuse, rank, shortlist
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     from gateway_plugins.gim.core import GimCore
 
 __all__ = ["search"]
+
+log = structlog.get_logger(__name__)
 
 
 async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> SearchIssuesOutput:
@@ -78,13 +82,16 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
         )
         for r in ranked[args.offset : args.offset + args.limit]
     ]
-    await core.record_event(
-        "search",
-        ctx,
-        issue_id=ranked[0].master_id if ranked else None,
-        model=args.model,
-        provider=args.provider,
-    )
+    try:
+        await core.record_event(
+            "search",
+            ctx,
+            issue_id=ranked[0].master_id if ranked else None,
+            model=args.model,
+            provider=args.provider,
+        )
+    except ProviderUnavailable as exc:  # the store is locked or down: the statistics miss one search, the caller not
+        log.warning("search event not recorded", error=str(exc))
     return SearchIssuesOutput(
         issues=issues,
         total_results=max(total, len(ranked)),

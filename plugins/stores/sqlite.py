@@ -42,7 +42,7 @@ from gateway_plugins.stores.sql import (
     register_sqlite_converters,
     split_script,
 )
-from gateway_plugins.stores.threaded import ThreadedConnection
+from gateway_plugins.stores.threaded import ThreadedConnection, locked_is_unavailable
 
 log = structlog.get_logger(__name__)
 
@@ -213,7 +213,7 @@ class SqliteStore:
         writer = await self._ensure_open()
         async with self._write_lock:
             with self._guard.active():
-                with anyio.CancelScope(shield=True):  # a BEGIN that completes after a cancel must not leak
+                with anyio.CancelScope(shield=True), self._unavailable_when_locked():  # a late BEGIN must not leak
                     await writer.call(_begin_immediate)
                 tx = _Transaction(writer)
                 try:
@@ -225,9 +225,13 @@ class SqliteStore:
                     raise
                 else:
                     if not tx.rolled_back:
-                        await self._commit(writer)
+                        with self._unavailable_when_locked():
+                            await self._commit(writer)
                 finally:
                     tx.finished = True
+
+    def _unavailable_when_locked(self) -> Any:
+        return locked_is_unavailable("store:sqlite", self.path, self._busy_timeout)
 
     async def _commit(self, writer: ThreadedConnection) -> None:
         try:
@@ -266,7 +270,8 @@ class SqliteStore:
         writer = await self._ensure_open()
         async with self._write_lock:
             try:
-                changed = await writer.execute(sql, params, inline=self._commit_inline)
+                with self._unavailable_when_locked():
+                    changed = await writer.execute(sql, params, inline=self._commit_inline)
             except sqlite3.IntegrityError as exc:
                 raise StoreIntegrityError(str(exc)) from exc
             self._committed(writer)
@@ -288,9 +293,10 @@ class SqliteStore:
         self._guard.refuse_nesting()
         async with self._write_lock:
             try:
-                fetched = await (writer.fetch_one if fetch == "one" else writer.fetch_all)(
-                    sql, params, inline=self._commit_inline
-                )
+                with self._unavailable_when_locked():
+                    fetched = await (writer.fetch_one if fetch == "one" else writer.fetch_all)(
+                        sql, params, inline=self._commit_inline
+                    )
             except sqlite3.IntegrityError as exc:
                 raise StoreIntegrityError(str(exc)) from exc
             self._committed(writer)

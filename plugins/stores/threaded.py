@@ -17,14 +17,16 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import tenacity
 
+from gateway.api import ProviderUnavailable
 from gateway_plugins.stores.sql import sqlite_params
 
 T = TypeVar("T")
@@ -41,6 +43,20 @@ def _is_busy(exc: BaseException) -> bool:
     if not isinstance(exc, sqlite3.OperationalError) or exc.sqlite_errorcode is None:
         return False
     return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+@contextmanager
+def locked_is_unavailable(provider: str, path: Path, seconds: float) -> Iterator[None]:
+    """A database still locked by another process after the busy timeout is :class:`ProviderUnavailable` (a
+    caller answers ``service_unavailable``, retryable), not a raw ``sqlite3.OperationalError``."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if not _is_busy(exc):
+            raise
+        raise ProviderUnavailable(
+            provider, f"the database is locked by another process (waited {seconds:g} s)"
+        ) from exc
 
 
 def _retrying_while_busy(seconds: float) -> dict[str, Any]:

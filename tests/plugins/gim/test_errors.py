@@ -121,3 +121,27 @@ async def test_sanitization_failure_is_the_spec_rejection(data_dir: Path, fake_g
         assert 0.0 <= rejection["confidence_score"] <= 1.0
         found = await call(client, "gim_search_issues", {"error_message": NUMPY_ERROR})
         assert found["issues"] == [] and found["total_results"] == 0
+
+
+async def test_a_store_locked_by_another_process_is_service_unavailable_and_search_still_answers(
+    data_dir: Path,
+) -> None:
+    import sqlite3
+
+    config = gim_config(plugins={"store": {"sqlite": {"busy_timeout": 0.3}}})
+    async with running_gateway(config, data_dir) as client:
+        await call(client, "gim_submit_issue", submission(NUMPY_ERROR, NUMPY_CAUSE, actions=NUMPY_ACTIONS))
+        store = client.runtime.packs["gim"].core.store
+        other = sqlite3.connect(store.path, isolation_level=None)  # another process's writer, holding the lock
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            refused = await call_error(client, "gim_submit_issue", submission(NUMPY_ERROR + " again", NUMPY_CAUSE))
+            found = await call(client, "gim_search_issues", {"error_message": NUMPY_ERROR})
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        after = await call(client, "gim_submit_issue", submission(NUMPY_ERROR + " again", NUMPY_CAUSE))
+    assert _code(refused) == "service_unavailable" and refused["error"]["details"]["provider"] == "store:sqlite"
+    assert str(store.path) not in refused["error"]["message"]  # paths and hosts stay in the server log
+    assert found["total_results"] == 1  # a search is served; only its usage event is missed
+    assert after["status"] in ("created", "merged")
