@@ -154,6 +154,23 @@ class LoadedConfig:
         xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
         return Path(xdg) / "mcp-gateway"
 
+    def usable_data_dir(self) -> Path:
+        """:attr:`data_dir`, created if missing; :class:`ConfigError` naming it when it cannot be written to (a
+        read-only mount, a file in its place, no permission)."""
+        path = self.data_dir
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            probe = path / f".write-test-{os.getpid()}"
+            probe.touch()
+            probe.unlink()
+        except OSError as exc:
+            why = "it is not a directory" if path.exists() and not path.is_dir() else exc.strerror or str(exc)
+            raise ConfigError(
+                f"{self.source}: the data dir {path} cannot be used: {why} (set gateway.data_dir or "
+                f"{DATA_DIR_ENV} to a writable directory)"
+            ) from None
+        return path
+
     def plugin_config(self, reg: Registration) -> BaseModel | None:
         """The validated table of a provider, pack or interceptor; defaults when the config has none."""
         key = (reg.kind, reg.name)

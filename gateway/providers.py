@@ -58,7 +58,7 @@ class ProviderHub:
                 f"no {kind} provider {name!r} is installed (installed: {', '.join(sorted(installed)) or 'none'})"
             )
         reg = installed[name]
-        data_dir = self._loaded.data_dir / "providers" / kind / name
+        data_dir = self._loaded.usable_data_dir() / "providers" / kind / name
         data_dir.mkdir(parents=True, exist_ok=True)
         context = ProviderContext(
             kind=kind, name=name, config=self._loaded.plugin_config(reg), data_dir=data_dir, provider=self.get

@@ -113,8 +113,7 @@ class GatewayRuntime:
         """Build and start the enabled packs, index their tools, build the pipeline. Stops what started on error."""
         cfg = self.loaded.config
         registry = self.plugins.registry
-        data_dir = self.loaded.data_dir
-        data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir = self.loaded.usable_data_dir()
         self.default_principal = local_principal(cfg.gateway.identity, data_dir)
         try:
             for name in cfg.packs.enabled:

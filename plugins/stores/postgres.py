@@ -22,12 +22,13 @@ import psycopg
 import psycopg_pool
 import structlog
 from psycopg import AsyncConnection, sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.api import Migration, ProviderContext, ProviderUnavailable, Secret, StoreIntegrityError
+from gateway.api import ConfigError, Migration, ProviderContext, ProviderUnavailable, Secret, StoreIntegrityError
 from gateway.api.stores import Params, Row
 from gateway_plugins.stores.guard import TransactionGuard
 from gateway_plugins.stores.sql import MIGRATIONS_TABLE, check_applied, ordered_migrations, require_aware, to_pyformat
@@ -153,6 +154,13 @@ class PostgresStore:
         provider: str = "store:postgres",
     ) -> None:
         """``provider`` names this store in :class:`gateway.api.ProviderUnavailable` errors."""
+        try:
+            conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError:  # its message quotes the string, password included: not passed on
+            raise ConfigError(
+                f"{provider}: 'dsn' is not a valid PostgreSQL connection string (in a URL, %-escape the special "
+                "characters of the user name and password)"
+            ) from None
         self._dsn = dsn
         self._provider = provider
         self._schema = schema

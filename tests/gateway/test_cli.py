@@ -44,6 +44,15 @@ def test_config_check_start_finds_what_only_starting_reveals(tmp_path):
     assert fine.exit_code == 0 and "ok (started: 2 tools)" in fine.output, fine.output
 
 
+def test_a_data_dir_that_cannot_be_written_is_one_error_line(tmp_path):
+    config = tmp_path / "file.toml"
+    (tmp_path / "afile").write_text("not a directory")
+    config.write_text(f'[gateway]\ndata_dir = "{tmp_path / "afile"}"\n[packs]\nenabled = ["hello"]\n')
+    result = CliRunner().invoke(cli, ["--config", str(config), "call", "hello_add", '{"a": 1, "b": 2}'])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"the data dir {tmp_path / 'afile'} cannot be used: it is not a directory" in result.output
+
+
 def test_config_check_reports_errors(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[packs]\nenabeld = []\n")
