@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from gateway.api.errors import ConfigError
 from gateway.plugin_manager import Registration, Registry
@@ -99,8 +99,15 @@ class PipelineSection(_Section):
 
 
 class ProvidersSection(_Section):
-    embedder: list[str] = Field(default_factory=lambda: ["gemini", "local"])
+    embedder: list[str] = Field(default_factory=lambda: ["gemini", "local"], min_length=1)
     """Ordered embedder chain; unavailable ones (no key) are skipped, the last one is the always-on fallback."""
+
+    @field_validator("embedder")
+    @classmethod
+    def _each_embedder_once(cls, chain: list[str]) -> list[str]:
+        if repeated := sorted({name for name in chain if chain.count(name) > 1}):
+            raise ValueError(f"names {', '.join(map(repr, repeated))} more than once")
+        return chain
     embedder_retry_seconds: float = Field(30.0, ge=0)
     """After an embedder fails, skip it for this long before trying it again."""
     embedder_query_deadline_seconds: float = Field(5.0, gt=0)

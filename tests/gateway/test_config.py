@@ -36,6 +36,16 @@ def test_wrong_type_names_the_key(tmp_path):
         load_config(path)
 
 
+@pytest.mark.parametrize(
+    ("chain", "message"),
+    [("[]", "at least 1 item"), ('["local", "gemini", "local"]', "names 'local' more than once")],
+)
+def test_an_empty_or_repeating_embedder_chain_is_refused_when_read(tmp_path, chain, message):
+    path = _write(tmp_path, f"[providers]\nembedder = {chain}\n")
+    with pytest.raises(ConfigError, match=rf"'providers.embedder': .*{message}"):
+        load_config(path)
+
+
 def test_invalid_toml_is_reported(tmp_path):
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(_write(tmp_path, "[transport\n"))
