@@ -108,6 +108,7 @@ class ProvidersSection(_Section):
         if repeated := sorted({name for name in chain if chain.count(name) > 1}):
             raise ValueError(f"names {', '.join(map(repr, repeated))} more than once")
         return chain
+
     embedder_retry_seconds: float = Field(30.0, ge=0)
     """After an embedder fails, skip it for this long before trying it again."""
     embedder_query_deadline_seconds: float = Field(5.0, gt=0)

@@ -11,11 +11,13 @@ import os
 import sys
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
 import structlog
+
+from gateway.api.upstream import scrub_secrets
 
 __all__ = ["StderrPump", "launcher_argv"]
 
@@ -39,8 +41,10 @@ class StderrPump:
     done with it.
     """
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, secrets: Mapping[str, str] | None = None) -> None:
+        """``secrets``: where each secret goes (``env.API_KEY``) -> its value, replaced by its name in each line."""
         self.upstream = upstream
+        self._secrets = dict(secrets or {})
         read_fd, write_fd = os.pipe()
         self.writer: IO[bytes] = os.fdopen(write_fd, "wb", buffering=0)
         self._reader = os.fdopen(read_fd, "rb")
@@ -52,7 +56,7 @@ class StderrPump:
     def _pump(self) -> None:
         with self._reader:
             for raw in self._reader:
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                line = scrub_secrets(raw.decode("utf-8", "replace").rstrip("\r\n"), self._secrets)
                 if line:
                     self.tail.append(line[:MAX_LINE])
                     log.info("upstream stderr", upstream=self.upstream, line=line[:MAX_LINE])

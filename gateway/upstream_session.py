@@ -152,7 +152,11 @@ class WireSession:
             raise UpstreamConnectionLost(f"cannot connect to upstream {self.name!r}: {reason}")
 
     async def _run(self) -> None:
-        pump = None if isinstance(self.target, HttpTarget) else StderrPump(self.name)
+        pump = (
+            None
+            if isinstance(self.target, HttpTarget)
+            else StderrPump(self.name, {f"env.{name}": value for name, value in self.target.env.items()})
+        )
         try:
             async with AsyncExitStack() as stack:
                 await self._wire.open(

@@ -125,6 +125,7 @@ from gateway.api.upstream import (
     UpstreamSession,
     UpstreamSessionExpired,
     UpstreamTarget,
+    scrub_secrets,
 )
 from gateway.api.vectors import (
     FieldType,
@@ -274,4 +275,5 @@ __all__ = [
     "off_loop",
     "rubric_score",
     "sanitize_off_loop",
+    "scrub_secrets",
 ]

@@ -12,6 +12,7 @@ environment, the configured headers), never the headers or credentials of the ca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -19,6 +20,23 @@ from typing import Any, Literal, Protocol
 from gateway.api.context import ProgressSink
 from gateway.api.errors import GatewayError
 from gateway.api.tools import PromptArgument, PromptResult, ResourceContent, ToolAnnotations, ToolResult
+
+
+def scrub_secrets(text: str, secrets: Mapping[str, str]) -> str:
+    """``text`` with every secret value replaced by where it goes (``<headers.X-Key>``, ``<env.TOKEN>``), also as a
+    ``str`` or ``bytes`` repr shows it: an HTTP library refusing a header quotes the value in its error (``Illegal
+    header value b'...\\r\\n'``), and such errors reach callers, logs and ``gateway plugins``. One pass, longest
+    value first, so a placeholder is never rewritten by a shorter secret inside it."""
+    where_of: dict[str, str] = {}
+    for where, value in secrets.items():
+        if len(value.strip()) >= 4:
+            for form in (value, value.strip(), repr(value)[1:-1], repr(value.encode())[2:-1]):
+                where_of.setdefault(form, where)
+    if not where_of:
+        return text
+    pattern = re.compile("|".join(re.escape(form) for form in sorted(where_of, key=len, reverse=True)))
+    return pattern.sub(lambda match: f"<{where_of[match.group(0)]}>", text)
+
 
 ListKind = Literal["tools", "resources", "prompts"]
 """What a ``notifications/<kind>/list_changed`` from the server says changed."""
@@ -29,7 +47,8 @@ class StdioTarget:
     """A server started as a subprocess, spoken to over its stdin/stdout.
 
     It gets a minimal environment (``HOME``, ``PATH``, ``USER``...) plus ``env``; none of the gateway's own
-    variables. Its stderr lines are logged (through the log redaction) under the upstream's name.
+    variables. Its stderr lines are logged (through the log redaction) under the upstream's name, every value of
+    ``env`` replaced by its name (``<env.API_KEY>``): a server that prints its own key does not put it in the log.
     """
 
     command: tuple[str, ...]

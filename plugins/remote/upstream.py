@@ -35,6 +35,7 @@ from gateway.api import (
     UpstreamSessionExpired,
     UpstreamStatus,
     UpstreamTarget,
+    scrub_secrets,
 )
 from gateway_plugins.remote.catalogue import CatalogueCopy, RemoteCatalogue
 from gateway_plugins.remote.config import ServerConfig
@@ -59,19 +60,6 @@ def secret_values(config: ServerConfig) -> dict[str, str]:
     """Where each secret of ``config`` goes (``headers.Authorization``, ``env.TOKEN``) -> its value."""
     where = {f"headers.{k}": v for k, v in config.headers.items()} | {f"env.{k}": v for k, v in config.env.items()}
     return {field: value.get_secret_value() for field, value in where.items() if value is not None}
-
-
-def scrubbed(text: str, secrets: dict[str, str]) -> str:
-    """``text`` with every secret value replaced by where it goes (``<headers.X-Key>``), also as a ``str`` or ``bytes``
-    repr shows it: an HTTP library refusing a header quotes the value in its error (``Illegal header value
-    b'...\\r\\n'``), and such errors reach callers, logs and ``gateway plugins``."""
-    for field, value in secrets.items():
-        if len(value.strip()) < 4:
-            continue
-        forms = {value, value.strip(), repr(value)[1:-1], repr(value.encode())[2:-1]}
-        for form in sorted(forms, key=len, reverse=True):  # the longest first: a shorter form is inside it
-            text = text.replace(form, f"<{field}>")
-    return text
 
 
 _NOT_IN_A_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -262,7 +250,7 @@ class Upstream:
         return self.config.idle_timeout_seconds if self.config.transport == "stdio" else None
 
     def _scrub(self, text: str) -> str:
-        return scrubbed(text, secret_values(self.config))
+        return scrub_secrets(text, secret_values(self.config))
 
     def _failed(self, reason: str) -> None:
         reason = self._scrub(reason)

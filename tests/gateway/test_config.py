@@ -169,7 +169,10 @@ BAD_CONFIGS: dict[str, tuple[str | dict[str, Any], str]] = {
         _jwt(algorithms=["ES256"], public_key_file="/nonexistent/idp.pem", issuer="https://i/", audience="a"),
         "plugins.auth.jwt.public_key_file: cannot read",
     ),
-    "empty embedder chain": ({"providers": {"rate_limiter": "memory", "embedder": []}}, "List should have at least 1 item"),
+    "empty embedder chain": (
+        {"providers": {"rate_limiter": "memory", "embedder": []}},
+        "List should have at least 1 item",
+    ),
     "public bind without auth": ({"transport": {"host": "0.0.0.0"}}, "the bind host"),
     "an origin that is not one": ({"transport": {"allowed_origins": ["*"]}}, "'transport.allowed_origins'"),
 }

@@ -71,3 +71,23 @@ def test_remote_text_is_redacted_in_the_logs(tmp_path: Path):
     for secret in ("AKIAZ3MHALPEXH7BQX4K", "bob.smith@corp-mail.io", "ghp_0123456789abcdefghijABCDEFGHIJ012345"):
         assert secret not in logs
     assert "<AWS_KEY_1>" in logs and "<GITHUB_TOKEN_1>" in logs
+
+
+def test_a_server_printing_its_own_secret_on_stderr_does_not_put_it_in_the_log(tmp_path: Path):
+    key = "sk-upstream-0123456789-NOT-IN-LOGS"
+    server = {
+        **py_stdio_server(tmp_path / "state"),
+        "env": {"API_KEY": {"env": "TEST_UPSTREAM_API_KEY"}, "PY_SERVER_SAY_ENV": "API_KEY"},
+    }
+    path = write_toml(tmp_path / "gateway.toml", remote_config(tmp_path, [server], sanitize={"logs": ""}))
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway", "call", "py_echo", '{"text": "hi"}', "-v", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "TEST_UPSTREAM_API_KEY": key},
+    )
+    assert result.returncode == 0, result.stderr
+    # every configured env value is taken for a secret (the name of the variable to print included)
+    assert "starting with <env.PY_SERVER_SAY_ENV>=<env.API_KEY>" in result.stderr
+    assert key not in result.stderr and key not in result.stdout

@@ -90,7 +90,7 @@ def test_the_issue_example_is_valid(tmp_path: Path) -> None:
 
 
 def test_secret_values_are_scrubbed_as_an_http_library_quotes_them() -> None:
-    from gateway_plugins.remote.upstream import scrubbed
+    from gateway.api import scrub_secrets as scrubbed
 
     secrets = {"headers.X-Upstream-Key": "Zq81hT0pLx\r\n", "env.SHORT": "ab"}
     text = "cannot connect: LocalProtocolError: Illegal header value b'Zq81hT0pLx\\r\\n' (also 'Zq81hT0pLx') ab"

@@ -133,6 +133,8 @@ def main() -> None:
         print("cannot start: told to fail", file=sys.stderr)
         sys.exit(3)
     STATE.mkdir(parents=True, exist_ok=True)
+    if said := os.environ.get("PY_SERVER_SAY_ENV"):  # a server that prints a variable of its own (its key)
+        print(f"starting with {said}={os.environ.get(said)}", file=sys.stderr, flush=True)
     if os.environ.get("PY_SERVER_HANG_ONCE") and not (STATE / "hung-once").exists():
         (STATE / "hung-once").write_text("1")
         import time
