@@ -117,19 +117,23 @@ class Catalogue:
                 self._clash(strict and tool.upstream is None, f"pack {pack_name!r}: {exc}")
         for resource in pack.resources():
             if resource.uri in self.resources:
-                other = self.resources[resource.uri][0]
+                other, taken = self.resources[resource.uri]
                 message = f"resource {resource.uri!r} is offered by pack {other!r} and by pack {pack_name!r}"
-                self._clash(strict, f"{message}; enable one of them")
-                continue
+                # As for tools: a remote entry is left out (logged), and a local one takes its URI back.
+                self._clash(strict and resource.upstream is None and taken.upstream is None, f"{message}; enable one")
+                if resource.upstream is not None or taken.upstream is None:
+                    continue
             self.resources[resource.uri] = (pack_name, resource)
         for template in pack.resource_templates():
             self.templates.append((pack_name, template, template_regex(template.uri_template)))
         for prompt in pack.prompts():
             full = prefix + prompt.name
             if full in self.prompts:
-                other = self.prompts[full][0]
-                self._clash(strict, f"prompt {full!r} is offered by pack {other!r} and by pack {pack_name!r}")
-                continue
+                other, held = self.prompts[full]
+                message = f"prompt {full!r} is offered by pack {other!r} and by pack {pack_name!r}"
+                self._clash(strict and prompt.upstream is None and held.upstream is None, message)
+                if prompt.upstream is not None or held.upstream is None:
+                    continue
             self.prompts[full] = (pack_name, prompt)
 
     def tool_view(self) -> Mapping[str, tuple[str, Tool[Any, Any]]]:

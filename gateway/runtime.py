@@ -152,6 +152,7 @@ class GatewayRuntime:
                     provider=self.providers.get,
                     tools=self.catalogue.tool_view(),
                     packs={name: name in cfg.packs.enabled for name in registry.packs},
+                    remote_packs=frozenset(name for name, pack in self.packs.items() if pack.status()),
                 )
                 with plugin_bugs_named(f"interceptor {ref.name!r} (plugin {reg.plugin!r})", "its factory"):
                     interceptor = reg.factory(context)

@@ -182,6 +182,8 @@ class Resource:
     mime_type: str | None = "application/json"
     scope: str | None = None
     title: str | None = None
+    upstream: str | None = None
+    """The remote server it comes from, if any (a remote entry never takes a local one's URI, nor stops a start)."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +222,7 @@ class ResourceTemplate:
     scope: str | None = None
     title: str | None = None
     list: Callable[[str | None, CallContext], Awaitable[ResourcePage]] | None = None
+    upstream: str | None = None
 
 
 @dataclass(frozen=True)
@@ -263,6 +266,8 @@ class Prompt:
     arguments: Sequence[PromptArgument] = ()
     title: str | None = None
     scope: str | None = None
+    upstream: str | None = None
+    """The remote server it comes from, if any (a remote prompt never takes a local one's name)."""
 
 
 @dataclass(frozen=True)

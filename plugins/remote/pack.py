@@ -119,6 +119,7 @@ class RemotePack(ToolPack):
                         r.mime_type,
                         upstream.config.scope,
                         r.title,
+                        upstream=upstream.name,
                     )
                 )
         return resources
@@ -133,6 +134,7 @@ class RemotePack(ToolPack):
                 t.mime_type,
                 upstream.config.scope,
                 t.title,
+                upstream=upstream.name,
             )
             for upstream in self.upstreams
             for t in upstream.catalogue.templates
@@ -148,7 +150,9 @@ class RemotePack(ToolPack):
                     continue
                 seen.add(full)
                 render = self._renderer(upstream, p.name)
-                prompts.append(Prompt(full, render, p.description, p.arguments, p.title, upstream.config.scope))
+                prompts.append(
+                    Prompt(full, render, p.description, p.arguments, p.title, upstream.config.scope, upstream.name)
+                )
         return prompts
 
     def status(self) -> Sequence[UpstreamStatus]:

@@ -17,6 +17,7 @@ import mcp.types as mt
 import pytest
 from mcp import Client, StdioServerParameters
 
+from gateway.api import Prompt, PromptMessage, PromptResult, Resource, ResourceContent, ToolPack, hookimpl
 from gateway.testing import http_gateway, running_gateway
 from tests.gateway.http_support import key_manager, mcp_client, sdk_refusal
 from tests.plugins.remote.support import HttpUpstream, eventually, remote_config, write_toml
@@ -321,3 +322,42 @@ async def test_a_remote_tool_never_takes_a_local_name_nor_stops_the_start(tmp_pa
                 {"thought": "t", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False},
             )
             assert not answer.is_error and "thoughtNumber" in answer.content[0].text
+
+
+class _LocalTwins(ToolPack):
+    """A local pack offering the resource URI and the prompt name the Python SDK server offers."""
+
+    name = "twins"
+
+    def resources(self) -> list[Resource]:
+        async def read(ctx: Any) -> ResourceContent:
+            return ResourceContent(text="local greeting", mime_type="text/plain")
+
+        return [Resource("py://greeting", "greeting", read, mime_type="text/plain")]
+
+    def prompts(self) -> list[Prompt]:
+        async def render(arguments: Any, ctx: Any) -> PromptResult:
+            return PromptResult([PromptMessage.text("user", "the local review prompt")])
+
+        return [Prompt("review", render)]
+
+
+class _TwinsPlugin:
+    @hookimpl
+    def gateway_register_tool_packs(self, register: Any) -> None:
+        register("twins", lambda context: _LocalTwins())
+
+
+@pytest.mark.parametrize("order", [["twins", "remote"], ["remote", "twins"]])
+async def test_a_remote_resource_or_prompt_never_takes_a_local_one_nor_stops_the_start(
+    tmp_path: Path, py_http: HttpUpstream, order: list[str]
+):
+    config = remote_config(tmp_path, [_server(py_http, prefix="")], packs={"enabled": order})
+    for _ in range(2):  # the second start reads the server's offer from the catalogue copy
+        async with running_gateway(config, extra_plugins=[("twins", _TwinsPlugin())]) as client:
+            greeting = await client.read_resource("py://greeting")
+            review = await client.get_prompt("review", {"code": "x = 1"})
+            item = await client.read_resource("py://items/7")  # the server's other entries are served
+        assert greeting.contents[0].text == "local greeting"
+        assert review.messages[0].content.text == "the local review prompt"
+        assert "7" in item.contents[0].text

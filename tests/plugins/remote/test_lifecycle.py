@@ -199,6 +199,22 @@ async def test_a_server_that_never_answers_initialize_is_down_at_the_connect_tim
     assert stopped_in < 5 and await eventually(lambda: not _py_servers())
 
 
+async def test_a_rate_limit_rule_naming_a_remote_tool_does_not_stop_a_start_while_its_server_is_down(tmp_path: Path):
+    """Its tools are not known yet (a first run: no catalogue copy); the rule waits for them."""
+    server = {**py_stdio_server(tmp_path / "state", restart_backoff_seconds=30), "env": {"PY_SERVER_FAIL": "1"}}
+    rule = {"name": "echo", "tools": ["py_echo"], "kind": "token_bucket", "limit": 5, "period_seconds": 60}
+    config = remote_config(
+        tmp_path,
+        [server],
+        pipeline={"interceptors": [{"name": "rate_limit"}]},
+        plugins={"interceptor": {"rate_limit": {"rules": [rule]}}},
+    )
+    async with running_gateway(config) as client:
+        state = client.runtime.packs["remote"].upstreams[0].state
+        tools = [t.name for t in (await client.list_tools()).tools]
+    assert state in ("down", "starting") and tools == []
+
+
 def test_no_orphans_when_the_gateway_is_killed(tmp_path: Path, node: str):
     """SIGKILL leaves the gateway no chance to clean up: its servers, and their own children, still go."""
     wrapped = ["/bin/sh", "-c", f'"{sys.executable}" "{PY_SERVER}" stdio "{tmp_path / "state"}"; true']
