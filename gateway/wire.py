@@ -113,11 +113,11 @@ def tool_result_json(content: Any, structured: Mapping[str, Any] | None, is_erro
 
 def remote_tool(tool: Mapping[str, Any]) -> RemoteTool:
     ann = tool.get("annotations") or {}
-    annotations = ToolAnnotations(
-        read_only=bool(ann.get("readOnlyHint")),
-        destructive=bool(ann.get("destructiveHint")),
-        idempotent=bool(ann.get("idempotentHint")),
-        open_world=bool(ann.get("openWorldHint")),
+    annotations = ToolAnnotations(  # a hint the server left unstated stays unstated
+        read_only=_hint(ann.get("readOnlyHint")),
+        destructive=_hint(ann.get("destructiveHint")),
+        idempotent=_hint(ann.get("idempotentHint")),
+        open_world=_hint(ann.get("openWorldHint")),
         title=tool.get("title") or ann.get("title"),
     )
     return RemoteTool(
@@ -127,6 +127,10 @@ def remote_tool(tool: Mapping[str, Any]) -> RemoteTool:
         output_schema=tool.get("outputSchema"),
         annotations=annotations,
     )
+
+
+def _hint(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def remote_resource(r: Mapping[str, Any]) -> RemoteResource:

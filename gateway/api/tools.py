@@ -23,12 +23,13 @@ SchemaToolHandler = Callable[[dict[str, Any], CallContext], Awaitable["ToolResul
 
 @dataclass(frozen=True)
 class ToolAnnotations:
-    """MCP tool annotations: hints to clients, never security boundaries."""
+    """MCP tool annotations: hints to clients, never security boundaries. ``None`` leaves a hint unstated, and a
+    client applies the protocol's default (not read-only, destructive, not idempotent, open world)."""
 
-    read_only: bool = False
-    destructive: bool = False
-    idempotent: bool = False
-    open_world: bool = False
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
     title: str | None = None
 
 

@@ -361,3 +361,15 @@ async def test_a_remote_resource_or_prompt_never_takes_a_local_one_nor_stops_the
         assert greeting.contents[0].text == "local greeting"
         assert review.messages[0].content.text == "the local review prompt"
         assert "7" in item.contents[0].text
+
+
+async def test_tool_annotations_the_server_left_unstated_stay_unstated(tmp_path: Path, py_http: HttpUpstream):
+    """A client applies the protocol's defaults to a missing hint (destructive, open world): the gateway must not
+    answer for the server that the tool is harmless."""
+    async with Client(py_http.url) as direct:
+        theirs = {t.name: t.annotations for t in (await direct.list_tools()).tools}
+    async with running_gateway(remote_config(tmp_path, [_server(py_http)])) as client:
+        mine = {t.name: t.annotations for t in (await client.list_tools()).tools}
+    hints = ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint")
+    assert theirs["echo"] is None
+    assert all(getattr(mine["py_echo"], hint, None) is None for hint in hints), mine["py_echo"]

@@ -116,7 +116,9 @@ async def test_schemas_pass_through_unchanged(tmp_path: Path, node: str) -> None
         assert mine.input_schema == tool.input_schema, name
         assert mine.output_schema == tool.output_schema, name
         assert mine.description == tool.description, name
-        assert mine.annotations.read_only_hint == bool(tool.annotations and tool.annotations.read_only_hint)
+        hints = ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint")
+        theirs = {hint: getattr(tool.annotations, hint, None) for hint in hints}
+        assert {hint: getattr(mine.annotations, hint, None) for hint in hints} == theirs, name  # unstated stays so
 
 
 async def test_arguments_are_checked_against_the_remote_schema(tmp_path: Path, node: str) -> None:
