@@ -260,7 +260,8 @@ class GatewayRuntime:
             raise
         finally:
             exit_call(scope)
-        self._record(served, context, started, outcome.error.code if outcome.error else None)
+        code = outcome.error.code if outcome.error else "tool_error" if outcome.is_error else None
+        self._record(served, context, started, code)  # a tool's own error result counts as "tool_error"
         return outcome
 
     def _record(self, served: ServedTool, context: CallContext, started: float, error: str | None) -> None:

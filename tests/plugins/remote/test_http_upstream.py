@@ -235,6 +235,7 @@ async def test_metrics_count_remote_calls_per_upstream(tmp_path: Path, py_http: 
         async with mcp_client(f"{base}/mcp", {"X-API-Key": key}) as client:
             await client.call_tool("py_echo", {"text": "secret-argument-value"})
             await client.call_tool("py_add", {"a": "not a number", "b": 1})
+            refused = await client.call_tool("py_pause", {"ms": -1})
         anonymous = httpx.get(f"{base}/metrics", timeout=30)
         scraped = httpx.get(f"{base}/metrics", headers={"X-API-Key": key}, timeout=30)
     text = scraped.text
@@ -243,6 +244,8 @@ async def test_metrics_count_remote_calls_per_upstream(tmp_path: Path, py_http: 
     assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
     assert f"gateway_tool_calls_total{{{labels}}} 1.0" in text
     assert 'gateway_tool_errors_total{code="validation_error",pack="remote",tool="py_add",upstream="py"} 1.0' in text
+    assert refused.is_error  # the server's own error result counts as an error of its tool
+    assert 'gateway_tool_errors_total{code="tool_error",pack="remote",tool="py_pause",upstream="py"} 1.0' in text
     assert f"gateway_tool_call_duration_seconds_count{{{labels}}} 1.0" in text
     assert 'gateway_upstream_up{pack="remote",upstream="py"} 1.0' in text
     assert "secret-argument-value" not in text and key not in text

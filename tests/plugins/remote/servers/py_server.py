@@ -59,6 +59,8 @@ async def slow(seconds: float, steps: int, ctx: Context) -> str:
 
 @server.tool(description="Wait `ms` milliseconds (a remote call's own latency), then answer.")
 async def pause(ms: float) -> str:
+    if ms < 0:  # the server's own error result (isError: true)
+        raise ValueError("a pause cannot be negative")
     if ms > 0:
         await anyio.sleep(ms / 1000)
     return "ok"
