@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -34,6 +35,11 @@ from pydantic import (
 from gateway.api import Secret
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+PREFIX = re.compile(r"^[A-Za-z0-9_.-]*$")
+"""What a prefix may hold: characters MCP tool names use."""
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+"""An HTTP header name (RFC 9110 token)."""
+PROTOCOL = re.compile(r"^(auto|legacy|\d{4}-\d{2}-\d{2})$")
 
 
 class ToolFilter(BaseModel):
@@ -105,12 +111,44 @@ class ServerConfig(BaseModel):
             raise ValueError("letters, digits, '_', '.' and '-' only, starting with a letter or digit")
         return value
 
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        if not PREFIX.match(value):
+            raise ValueError("letters, digits, '_', '.' and '-' only (it becomes part of tool names)")
+        return value
+
+    @field_validator("protocol")
+    @classmethod
+    def _protocol(cls, value: str) -> str:
+        if not PROTOCOL.match(value):
+            raise ValueError("'auto', 'legacy' or a protocol version (YYYY-MM-DD)")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _header_names(cls, value: dict[str, Secret]) -> dict[str, Secret]:
+        if bad := [name for name in value if not HEADER_NAME.match(name)]:
+            raise ValueError(f"not an HTTP header name: {', '.join(map(repr, bad))}")
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not value[0].strip():
+            raise ValueError("the first element must name the program to run")
+        return value
+
     @model_validator(mode="after")
     def _one_transport(self) -> ServerConfig:
         if (self.command is None) == (self.url is None):
             raise ValueError(f"server {self.name!r}: give either command (stdio) or url (Streamable HTTP)")
-        if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"server {self.name!r}: url must start with http:// or https://")
+        if self.url is not None and (
+            not self.url.startswith(("http://", "https://")) or not urlsplit(self.url).hostname
+        ):
+            raise ValueError(f"server {self.name!r}: url must be an http:// or https:// URL with a host")
+        if self.restart_backoff_seconds > self.max_backoff_seconds:
+            raise ValueError(f"server {self.name!r}: restart_backoff_seconds exceeds max_backoff_seconds")
         if self.command is not None and (self.headers or self.protocol != "auto"):
             raise ValueError(f"server {self.name!r}: headers and protocol apply to url servers only")
         if self.url is not None and (self.env or self.cwd):

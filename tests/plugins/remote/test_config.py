@@ -25,7 +25,16 @@ def _check(tmp_path: Path, *servers: dict[str, Any]) -> str:
     [
         ({"name": "a"}, "give either command (stdio) or url"),
         ({"name": "a", "command": ["x"], "url": "http://h/mcp"}, "give either command (stdio) or url"),
-        ({"name": "a", "url": "ftp://h/mcp"}, "url must start with http:// or https://"),
+        ({"name": "a", "url": "ftp://h/mcp"}, "url must be an http:// or https:// URL with a host"),
+        ({"name": "a", "url": "http://"}, "url must be an http:// or https:// URL with a host"),
+        ({"name": "a", "url": "http://h/mcp", "protocol": "banana"}, "servers.0.protocol': Value error, 'auto'"),
+        ({"name": "a", "url": "http://h/mcp", "headers": {"Bad Header": "x"}}, "not an HTTP header name"),
+        ({"name": "a", "command": ["x"], "prefix": "my tools/"}, "servers.0.prefix"),
+        ({"name": "a", "command": [""]}, "the first element must name the program"),
+        (
+            {"name": "a", "command": ["x"], "restart_backoff_seconds": 90},
+            "restart_backoff_seconds exceeds max_backoff_seconds",
+        ),
         ({"name": "a", "command": ["x"], "headers": {"A": "b"}}, "headers and protocol apply to url servers only"),
         ({"name": "a", "url": "http://h/mcp", "env": {"A": "b"}}, "env and cwd apply to command servers only"),
         ({"name": "a b", "command": ["x"]}, "plugins.remote.servers.0.name"),
