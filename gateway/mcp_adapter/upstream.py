@@ -103,7 +103,10 @@ class SdkWire:
         if isinstance(target, HttpTarget):
 
             async def note_expiry(response: httpx2.Response) -> None:
-                if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
+                # 404 is the protocol's answer to a session the server no longer knows; the TypeScript SDK's server
+                # answers 400 ("No valid session ID provided"). A 400 refuses the request before running it, so
+                # starting a new session and sending the request again is safe either way.
+                if response.status_code in (400, 404) and response.request.headers.get("mcp-session-id"):
                     self._expired = True
 
             http = await stack.enter_async_context(
@@ -197,7 +200,7 @@ class SdkWire:
             return answer
         except MCPError as exc:
             if self._expired:
-                raise UpstreamSessionExpired("the server no longer knows the session (404)") from None
+                raise UpstreamSessionExpired(f"the server no longer knows the session: {exc.message}") from None
             if exc.code == mt.CONNECTION_CLOSED:
                 raise UpstreamConnectionLost(exc.message) from None
             raise UpstreamRequestFailed(exc.message, code=exc.code, data=exc.data) from None

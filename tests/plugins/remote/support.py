@@ -119,11 +119,15 @@ class HttpUpstream:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
+    command: list[str] | None = None
+    """Another server to run instead (it reads its port from ``PORT``): the TypeScript reference server."""
+
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(PY_SERVER), "http", str(self.port), str(self.state)],
+            self.command or [sys.executable, str(PY_SERVER), "http", str(self.port), str(self.state)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env={**os.environ, "PORT": str(self.port)},
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -147,8 +151,8 @@ class HttpUpstream:
 
 
 @contextmanager
-def http_upstream(tmp_path: Path) -> Iterator[HttpUpstream]:
-    upstream = HttpUpstream(free_port(), tmp_path / "upstream-state")
+def http_upstream(tmp_path: Path, command: list[str] | None = None) -> Iterator[HttpUpstream]:
+    upstream = HttpUpstream(free_port(), tmp_path / "upstream-state", command=command)
     upstream.start()
     try:
         yield upstream

@@ -20,7 +20,14 @@ from mcp import Client, StdioServerParameters
 from gateway.api import Prompt, PromptMessage, PromptResult, Resource, ResourceContent, ToolPack, hookimpl
 from gateway.testing import http_gateway, running_gateway
 from tests.gateway.http_support import key_manager, mcp_client, sdk_refusal
-from tests.plugins.remote.support import HttpUpstream, eventually, remote_config, write_toml
+from tests.plugins.remote.support import (
+    EVERYTHING,
+    HttpUpstream,
+    eventually,
+    http_upstream,
+    remote_config,
+    write_toml,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -110,6 +117,19 @@ async def test_session_expiry_reinitialises(tmp_path: Path, py_http: HttpUpstrea
         assert upstream.session is not old and upstream.state == "up"
     assert first.structured_content == {"result": "one"}
     assert second.structured_content == {"result": "two"} and not second.is_error
+
+
+async def test_session_expiry_reinitialises_with_the_typescript_server(tmp_path: Path, node: str):
+    """The TypeScript reference server answers a session it no longer knows with 400, not the protocol's 404."""
+    with http_upstream(tmp_path, [node, str(EVERYTHING), "streamableHttp"]) as everything:
+        config = remote_config(tmp_path, [{"name": "ev", "url": everything.url, "prefix": "ev_"}])
+        async with running_gateway(config) as client:
+            first = await client.call_tool("ev_echo", {"message": "one"})
+            everything.restart()
+            second = await client.call_tool("ev_echo", {"message": "two"})
+            starts = client.runtime.packs["remote"].upstreams[0].starts
+    assert not first.is_error and "one" in first.content[0].text
+    assert not second.is_error and "two" in second.content[0].text and starts == 2
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
