@@ -53,6 +53,7 @@ class RemotePack(ToolPack):
             Upstream(server, context.upstreams, context.data_dir, context.catalogue_changed)
             for server in config.servers
         ]
+        self._clashes_told: set[tuple[str, str]] = set()
 
     async def start(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -76,7 +77,14 @@ class RemotePack(ToolPack):
                     continue
                 full = upstream.config.prefix + tool.name
                 if full in seen:
-                    log.error("remote tool name clash; give the servers distinct prefixes", tool=full, kept=seen[full])
+                    if (full, upstream.name) not in self._clashes_told:  # once, not at every listing or scrape
+                        self._clashes_told.add((full, upstream.name))
+                        log.error(
+                            "remote tool name clash; give the servers distinct prefixes",
+                            tool=full,
+                            kept=seen[full],
+                            left_out=upstream.name,
+                        )
                     continue
                 seen[full] = upstream.name
                 served.append((upstream, full, tool.name))

@@ -396,3 +396,18 @@ async def test_tool_annotations_the_server_left_unstated_stay_unstated(tmp_path:
     hints = ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint")
     assert theirs["echo"] is None
     assert all(getattr(mine["py_echo"], hint, None) is None for hint in hints), mine["py_echo"]
+
+
+async def test_a_tool_name_two_servers_share_is_logged_once(tmp_path: Path, py_http: HttpUpstream):
+    from structlog.testing import capture_logs
+
+    servers = [{"name": name, "url": py_http.url, "prefix": "py_"} for name in ("first", "second")]
+    with capture_logs() as logs:
+        async with running_gateway(remote_config(tmp_path, servers)) as client:
+            for _ in range(3):
+                await client.list_tools()
+                client.runtime.upstream_statuses()  # what every /metrics scrape and `gateway plugins` read
+            echo = await client.call_tool("py_echo", {"text": "x"})
+    clashes = [e for e in logs if e["event"].startswith("remote tool name clash") and e["tool"] == "py_echo"]
+    assert len(clashes) == 1 and clashes[0]["kept"] == "first" and clashes[0]["left_out"] == "second"
+    assert echo.structured_content == {"result": "x"}
