@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import IO, Any, Protocol
 
 import anyio
+import structlog
 
 from gateway import wire
 from gateway.api.context import ProgressSink
@@ -35,6 +36,8 @@ __all__ = ["EofWatch", "Wire", "WireConnector", "WireSession", "watched"]
 
 PAGE_CAP = 100
 """At most this many pages per listing: a server whose cursor never ends cannot hang the gateway."""
+
+log = structlog.get_logger(__name__)
 
 
 class Wire(Protocol):
@@ -244,7 +247,13 @@ class WireSession:
         return items
 
     async def list_tools(self) -> list[RemoteTool]:
-        return [wire.remote_tool(t) for t in await self._listing("tools/list", "tools")]
+        tools = []
+        for tool in await self._listing("tools/list", "tools"):
+            if wire.needs_task(tool):  # only a task-augmented call can succeed, and the gateway makes none
+                log.warning("upstream tool left out: it requires task execution", upstream=self.name, tool=tool["name"])
+                continue
+            tools.append(wire.remote_tool(tool))
+        return tools
 
     async def list_resources(self) -> list[RemoteResource]:
         return [wire.remote_resource(r) for r in await self._listing("resources/list", "resources")]

@@ -129,6 +129,12 @@ def remote_tool(tool: Mapping[str, Any]) -> RemoteTool:
     )
 
 
+def needs_task(tool: Mapping[str, Any]) -> bool:
+    """Whether a listed tool can only be called as a task (``execution.taskSupport`` is ``required``)."""
+    execution = tool.get("execution")
+    return isinstance(execution, Mapping) and execution.get("taskSupport") == "required"
+
+
 def _hint(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 

@@ -111,7 +111,13 @@ async def test_schemas_pass_through_unchanged(tmp_path: Path, node: str) -> None
     async with running_gateway(_config(tmp_path, node)) as client:
         served = {t.name: t for t in (await client.list_tools()).tools}
     assert upstream
+    tasks_only = {
+        name for name, tool in upstream.items() if tool.execution and tool.execution.task_support == "required"
+    }
+    assert tasks_only and not {f"ev_{name}" for name in tasks_only} & set(served)  # the gateway makes no task calls
     for name, tool in upstream.items():
+        if name in tasks_only:
+            continue
         mine = served[f"ev_{name}"]
         assert mine.input_schema == tool.input_schema, name
         assert mine.output_schema == tool.output_schema, name
