@@ -81,9 +81,14 @@ class Catalogue:
         self._add(pack_name, pack, prefix, strict=True)
 
     def replace_pack(self, pack_name: str, pack: ToolPack, prefix: str = "") -> None:
-        """Re-read a serving pack's offer; what now clashes with another pack is logged and left out."""
+        """Re-read a serving pack's offer; what now clashes with another pack is logged and left out, and the
+        metric series of the tools it no longer serves are dropped."""
+        before = {name: served for name, served in self.tools.items() if served.pack == pack_name}
         self._remove(pack_name)
         self._add(pack_name, pack, prefix, strict=False)
+        for name, served in before.items():
+            if name not in self.tools or self.tools[name].pack != pack_name:
+                self.metrics.forget_tool(name, pack_name, served.tool.upstream)
 
     def _remove(self, pack_name: str) -> None:
         for table in (self.tools, self.resources, self.prompts):

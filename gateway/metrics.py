@@ -9,8 +9,9 @@ upstream, error code): never arguments, results, identities or secrets, the same
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
@@ -34,11 +35,14 @@ class ToolMetrics:
     calls: Any
     latency: Any
     errors: Callable[[str], Any]
+    codes: set[str] = field(default_factory=set)
+    """The error codes counted so far for these labels (their series go when the tool does)."""
 
     def observe(self, seconds: float, error_code: str | None) -> None:
         self.calls.inc()
         self.latency.observe(seconds)
         if error_code is not None:
+            self.codes.add(error_code)
             self.errors(error_code).inc()
 
 
@@ -80,6 +84,7 @@ class GatewayMetrics:
             registry=self.registry,
         )
         self.registry.register(_UpstreamCollector(statuses))
+        self._codes: dict[tuple[str, ...], set[str]] = {}
 
     def for_tool(self, tool: str, pack: str, upstream: str | None) -> ToolMetrics:
         labels: Sequence[str] = (tool, pack, upstream or "")
@@ -87,7 +92,19 @@ class GatewayMetrics:
             self._calls.labels(*labels),
             self._latency.labels(*labels),
             lambda code: self._errors.labels(*labels, code),
+            self._codes.setdefault(tuple(labels), set()),
         )
+
+    def forget_tool(self, tool: str, pack: str, upstream: str | None) -> None:
+        """Drop the series of a tool no longer served (a remote server that churns tool names must not grow the
+        label set without end)."""
+        labels = (tool, pack, upstream or "")
+        for metric in (self._calls, self._latency):
+            with contextlib.suppress(KeyError):
+                metric.remove(*labels)
+        for code in self._codes.pop(labels, ()):
+            with contextlib.suppress(KeyError):
+                self._errors.remove(*labels, code)
 
     def render(self) -> bytes:
         """The registry in the Prometheus text exposition format."""
