@@ -8,7 +8,6 @@ place, and a clash then is logged and the newcomer left out, since the gateway i
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from gateway.api.tools import Prompt, Resource, ResourceTemplate, Tool, ToolPack
 from gateway.json_schemas import CompiledSchema, compile_schema
 from gateway.metrics import GatewayMetrics, ToolMetrics
 from gateway.tool_schemas import input_schema, output_schema
+from gateway.uri_templates import UriTemplate
 
 log = structlog.get_logger(__name__)
 
@@ -38,14 +38,6 @@ class ServedTool:
     """For a tool declared with JSON Schemas: checks its arguments (pydantic does it for model tools)."""
     output_validator: CompiledSchema | None = None
     metrics: ToolMetrics | None = None
-
-
-def template_regex(template: str) -> re.Pattern[str]:
-    """A regex matching the URIs of an RFC 6570 template: ``{name}`` is one path segment, ``{+name}`` any text."""
-    pattern = re.escape(template)
-    pattern = re.sub(r"\\\{\\\+(\w+)\\\}", r"(?P<\1>.*)", pattern)
-    pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", pattern)
-    return re.compile(f"^{pattern}$")
 
 
 def _served(name: str, pack_name: str, pack: ToolPack, tool: Tool[Any, Any], metrics: GatewayMetrics) -> ServedTool:
@@ -73,7 +65,7 @@ class Catalogue:
         """The config file, named by the errors a clash at start-up raises."""
         self.tools: dict[str, ServedTool] = {}
         self.resources: dict[str, tuple[str, Resource]] = {}
-        self.templates: list[tuple[str, ResourceTemplate, re.Pattern[str]]] = []
+        self.templates: list[tuple[str, ResourceTemplate, UriTemplate]] = []
         self.prompts: dict[str, tuple[str, Prompt]] = {}
 
     def add_pack(self, pack_name: str, pack: ToolPack, prefix: str = "") -> None:
@@ -130,7 +122,7 @@ class Catalogue:
                     continue
             self.resources[resource.uri] = (pack_name, resource)
         for template in pack.resource_templates():
-            self.templates.append((pack_name, template, template_regex(template.uri_template)))
+            self.templates.append((pack_name, template, UriTemplate(template.uri_template)))
         for prompt in pack.prompts():
             full = prefix + prompt.name
             if full in self.prompts:

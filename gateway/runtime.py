@@ -391,10 +391,11 @@ class GatewayRuntime:
             if not context.principal.allows(resource.scope):
                 raise Forbidden(f"the caller lacks the scope {resource.scope!r} for {uri}")
             return await resource.read(context)
-        for _, template, regex in self.templates:
-            match = regex.match(uri)
-            if match:
+        for _, template, matcher in self.templates:
+            if (variables := matcher.match(uri)) is not None:
                 if not context.principal.allows(template.scope):
                     raise Forbidden(f"the caller lacks the scope {template.scope!r} for {uri}")
-                return await template.read(match.groupdict(), context)
+                if template.read_uri is not None:
+                    return await template.read_uri(uri, context)
+                return await template.read(variables, context)
         raise NotFound(f"no resource {uri!r}")

@@ -210,9 +210,11 @@ class ResourcePage:
 class ResourceTemplate:
     """A resource family addressed by an RFC 6570 template, such as ``gim://issues/{issue_id}/stats``.
 
-    ``read`` receives the variables the host extracted from the URI. ``{name}`` matches one path segment,
-    ``{+name}`` (reserved expansion) any text including ``/``. ``list``, when given, enumerates the family's
-    current members page by page, and ``resources/list`` shows them after the fixed resources.
+    ``read`` receives the variables the host extracted from the URI (:mod:`gateway.uri_templates`: ``{name}``
+    matches one path segment, ``{+name}`` any text including ``/``, ``{/name*}`` the rest of a path, ``{?a,b}``
+    query parameters in any order...); ``read_uri``, when given, is called instead with the URI as asked (a pack
+    forwarding it elsewhere, unchanged). ``list``, when given, enumerates the family's current members page by
+    page, and ``resources/list`` shows them after the fixed resources.
     """
 
     uri_template: str
@@ -224,6 +226,7 @@ class ResourceTemplate:
     title: str | None = None
     list: Callable[[str | None, CallContext], Awaitable[ResourcePage]] | None = None
     upstream: str | None = None
+    read_uri: Callable[[str, CallContext], Awaitable[ResourceReadResult]] | None = None
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,7 @@ class RemotePack(ToolPack):
                 upstream.config.scope,
                 t.title,
                 upstream=upstream.name,
+                read_uri=self._uri_reader(upstream),  # the URI as asked goes upstream unchanged
             )
             for upstream in self.upstreams
             for t in upstream.catalogue.templates
@@ -191,6 +192,12 @@ class RemotePack(ToolPack):
     def _reader(self, upstream: Upstream, uri_of: Any) -> Any:
         async def read(variables: Mapping[str, str], ctx: CallContext) -> list[ResourceContent]:
             uri = uri_of(variables)
+            return await upstream.call(lambda session: session.read_resource(uri))
+
+        return read
+
+    def _uri_reader(self, upstream: Upstream) -> Any:
+        async def read(uri: str, ctx: CallContext) -> list[ResourceContent]:
             return await upstream.call(lambda session: session.read_resource(uri))
 
         return read

@@ -16,6 +16,7 @@ import httpx
 import mcp.types as mt
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from gateway.api import Prompt, PromptMessage, PromptResult, Resource, ResourceContent, ToolPack, hookimpl
 from gateway.testing import http_gateway, running_gateway
@@ -411,3 +412,18 @@ async def test_a_tool_name_two_servers_share_is_logged_once(tmp_path: Path, py_h
     clashes = [e for e in logs if e["event"].startswith("remote tool name clash") and e["tool"] == "py_echo"]
     assert len(clashes) == 1 and clashes[0]["kept"] == "first" and clashes[0]["left_out"] == "second"
     assert echo.structured_content == {"result": "x"}
+
+
+async def test_resource_templates_with_rfc_6570_operators_are_read_through(tmp_path: Path, py_http: HttpUpstream):
+    """``{?q,limit}`` and ``{/path*}``: the URI as asked goes upstream unchanged."""
+    async with running_gateway(remote_config(tmp_path, [_server(py_http)])) as client:
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        search = await client.read_resource("py://search?limit=3&q=cats")
+        path = await client.read_resource("py://files/a/b.txt")
+        item = await client.read_resource("py://items/7")
+        with pytest.raises(MCPError):
+            await client.read_resource("py://elsewhere/x")
+    assert {"py://search{?q,limit}", "py://files{/path*}", "py://items/{item_id}"} <= templates
+    assert search.contents[0].text == "searched 'cats', 3 at most"
+    assert path.contents[0].text == "file a/b.txt"
+    assert "7" in item.contents[0].text

@@ -125,6 +125,16 @@ def item(item_id: str) -> str:
     return json.dumps({"item": item_id})
 
 
+@server.resource("py://search{?q,limit}", description="A search (query parameters).", mime_type="text/plain")
+def search(q: str = "", limit: str = "10") -> str:
+    return f"searched {q!r}, {limit} at most"
+
+
+@server.resource("py://files{/path*}", description="A file by its path.", mime_type="text/plain")
+def file(path: list[str] | None = None) -> str:  # the SDK hands an exploded variable over as its segments
+    return f"file {'/'.join(path or [])}"
+
+
 @server.prompt(description="Ask for a review of some code.")
 def review(code: str, language: str = "python") -> str:
     return f"Please review this {language} code:\n{code}"
