@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import structlog
 from pydantic import BaseModel
 
-from gateway.api.errors import ServiceUnavailable, ToolError
+from gateway.api.errors import ProviderUnavailable, ServiceUnavailable, ToolError
 from gateway.api.tools import Interceptor, ToolCall
 
 log = structlog.get_logger(__name__)
@@ -37,6 +37,17 @@ def tool_error_in(error: BaseException) -> ToolError | None:
         for inner in error.exceptions:
             found = tool_error_in(inner)
             if found is not None:
+                return found
+    return None
+
+
+def provider_down_in(error: BaseException) -> ProviderUnavailable | None:
+    """The :class:`ProviderUnavailable` that ``error`` is or carries (in an exception group)."""
+    if isinstance(error, ProviderUnavailable):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            if (found := provider_down_in(inner)) is not None:
                 return found
     return None
 

@@ -22,7 +22,6 @@ from gateway.api.errors import (
     InternalError,
     NotFound,
     PluginError,
-    ProviderUnavailable,
     ToolError,
     ValidationFailed,
 )
@@ -55,7 +54,7 @@ from gateway.outcomes import (
     unavailable,
     validation_details,
 )
-from gateway.pipeline import Link, build_chain, tool_error_in
+from gateway.pipeline import Link, build_chain, provider_down_in, tool_error_in
 from gateway.plugin_manager import GatewayPlugins, plugin_bugs_named
 from gateway.providers import ProviderHub
 
@@ -131,15 +130,13 @@ class GatewayRuntime:
                     upstreams=self.upstream_connector,
                     catalogue_changed=self._announcer(name),
                 )
-                with plugin_bugs_named(f"pack {name!r} (plugin {reg.plugin!r})", "its factory"):
+                who = f"pack {name!r} (plugin {reg.plugin!r})"
+                with plugin_bugs_named(who, "its factory"):
                     pack = reg.factory(context)
                 if not isinstance(pack, ToolPack):
-                    raise PluginError(
-                        f"pack {name!r} (plugin {reg.plugin!r}): its factory returned {type(pack).__name__}, "
-                        "not a ToolPack"
-                    )
+                    raise PluginError(f"{who}: its factory returned {type(pack).__name__}, not a ToolPack")
                 self.packs[name] = pack
-                with plugin_bugs_named(f"pack {name!r} (plugin {reg.plugin!r})", "start()"):
+                with plugin_bugs_named(who, "start()"):
                     await pack.start()
                 self.catalogue.add_pack(name, pack, self._prefix(name))
                 self._indexed.add(name)
@@ -154,9 +151,10 @@ class GatewayRuntime:
                     packs={name: name in cfg.packs.enabled for name in registry.packs},
                     remote_packs=frozenset(name for name, pack in self.packs.items() if pack.status()),
                 )
-                with plugin_bugs_named(f"interceptor {ref.name!r} (plugin {reg.plugin!r})", "its factory"):
+                who = f"interceptor {ref.name!r} (plugin {reg.plugin!r})"
+                with plugin_bugs_named(who, "its factory"):
                     interceptor = reg.factory(context)
-                with plugin_bugs_named(f"interceptor {ref.name!r} (plugin {reg.plugin!r})", "start()"):
+                with plugin_bugs_named(who, "start()"):
                     await interceptor.start()
                 self._interceptors.append(Link(interceptor, ref.name, fail_open=ref.on_error == "fail_open"))
         except BaseException:
@@ -305,10 +303,12 @@ class GatewayRuntime:
             text = tool.text(model) if tool.text is not None else encoded_result(served, body)
         except ToolError as err:
             return self._error(served, err, context)
-        except ProviderUnavailable as exc:  # a store or service is down or locked: the caller may retry
-            log.warning("provider unavailable", tool=served.name, correlation_id=context.correlation_id, error=str(exc))
-            return self._error(served, unavailable(exc, context.correlation_id), context)
         except Exception as exc:
+            if (down := provider_down_in(exc)) is not None:  # a store or service is down or locked: retry later
+                log.warning(
+                    "provider unavailable", tool=served.name, correlation_id=context.correlation_id, error=str(down)
+                )
+                return self._error(served, unavailable(down, context.correlation_id), context)
             if (carried := tool_error_in(exc)) is not None:
                 return self._error(served, carried, context)
             log.exception("tool failed", tool=served.name, correlation_id=context.correlation_id)

@@ -32,6 +32,7 @@ from gateway.api import (
     FieldKind,
     Finding,
     PlaceholderMap,
+    ProviderUnavailable,
     SanitizationFailed,
     SanitizationReport,
     Sanitizer,
@@ -169,6 +170,8 @@ class SanitizationPipeline:
                 await turns.maybe_yield()
                 try:
                     result = await sanitize_off_loop(layer, current, kind=FieldKind(kind), placeholders=placeholders)
+                except ProviderUnavailable:  # the layer's service is down: nothing passes, and the caller may retry
+                    raise
                 except Exception as exc:  # SanitizationFailed or a bug: either way nothing passes through
                     return self._layer_failure(name, layer, exc)
                 found.extend(result.findings)
@@ -180,6 +183,8 @@ class SanitizationPipeline:
                     rescan = await sanitize_off_loop(
                         self._verifier, current, kind=FieldKind(kind), placeholders=PlaceholderMap()
                     )
+                except ProviderUnavailable:
+                    raise
                 except Exception as exc:
                     return self._layer_failure(name, self._verifier, exc)
                 unresolved.extend(rescan.findings)
@@ -232,7 +237,7 @@ class SanitizationPipeline:
                 result = await sanitize_off_loop(
                     layer, current, kind=FieldKind.ERROR_MESSAGE, placeholders=placeholders
                 )
-            except SanitizationFailed:
+            except (SanitizationFailed, ProviderUnavailable):
                 raise
             except Exception as exc:
                 raise SanitizationFailed("The search query could not be sanitized.") from exc

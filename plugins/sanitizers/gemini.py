@@ -19,12 +19,14 @@ import re
 from typing import Literal
 
 import anyio
+import httpx
 import structlog
 from google import genai
+from google.genai import errors as genai_errors
 from google.genai import types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gateway.api import FieldKind, Finding, PlaceholderMap, SanitizationFailed, SanitizedText
+from gateway.api import FieldKind, Finding, PlaceholderMap, ProviderUnavailable, SanitizationFailed, SanitizedText
 from gateway_plugins.sanitizers.patterns import PatternSanitizer
 
 __all__ = ["GeminiAnswer", "GeminiRedaction", "GeminiSanitizer"]
@@ -132,10 +134,12 @@ class GeminiSanitizer:
                 response = await self._client.aio.models.generate_content(
                     model=self._model, contents=contents, config=config
                 )
-        except TimeoutError as exc:
-            raise _failed(f"the model did not answer within {self._timeout:g}s") from exc
+        except TimeoutError as exc:  # an outage, not a doubt about the text: the caller may retry
+            raise ProviderUnavailable("sanitizer:gemini", f"no answer within {self._timeout:g}s") from exc
         except Exception as exc:  # the SDK raises APIError, httpx errors, ValueError...: all fail closed
             log.warning("gemini_sanitizer_error", error_type=type(exc).__name__)
+            if _is_outage(exc):
+                raise ProviderUnavailable("sanitizer:gemini", f"the model call failed ({type(exc).__name__})") from exc
             raise _failed(f"the model call failed ({type(exc).__name__})") from exc
         try:
             raw = response.text
@@ -196,6 +200,13 @@ class GeminiSanitizer:
 def _label(item: GeminiRedaction) -> str:
     kind = re.sub(r"[^A-Z0-9]+", "_", item.kind.upper()).strip("_")
     return kind[:24] if kind else _LABELS[item.category]
+
+
+def _is_outage(exc: Exception) -> bool:
+    """A server error, a rate limit or a failed connection: the service is down, the text is not in doubt."""
+    if isinstance(exc, genai_errors.ServerError | httpx.TransportError):
+        return True
+    return isinstance(exc, genai_errors.APIError) and exc.code == 429
 
 
 def _failed(reason: str) -> SanitizationFailed:

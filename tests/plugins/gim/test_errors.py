@@ -123,6 +123,26 @@ async def test_sanitization_failure_is_the_spec_rejection(data_dir: Path, fake_g
         assert found["issues"] == [] and found["total_results"] == 0
 
 
+async def test_a_sanitizer_service_outage_is_service_unavailable_and_stores_nothing(
+    data_dir: Path, fake_gemini: Any
+) -> None:
+    """Fail closed, but do not blame the caller's text for the service being down."""
+    from tests.fakes.gemini import FakeResponse
+
+    for _ in range(8):
+        fake_gemini.enqueue(FakeResponse(status=503))
+    sanitize = {"error_message": ["patterns"], "code": ["patterns"], "free_text": ["patterns", "gemini"]}
+    config = gim_config(
+        sanitize={**sanitize, "query": ["patterns"]},
+        plugins={"sanitizer": {"gemini": {"api_key": "test-key", "base_url": fake_gemini.base_url}}},
+    )
+    async with running_gateway(config, data_dir) as client:
+        refused = await call_error(client, "gim_submit_issue", submission(NUMPY_ERROR, NUMPY_CAUSE))
+        found = await call(client, "gim_search_issues", {"error_message": NUMPY_ERROR})
+    assert _code(refused) == "service_unavailable" and refused["error"]["details"]["provider"] == "sanitizer:gemini"
+    assert found["total_results"] == 0
+
+
 async def test_a_store_locked_by_another_process_is_service_unavailable_and_search_still_answers(
     data_dir: Path,
 ) -> None:

@@ -89,8 +89,18 @@ def test_bad_answers_fail_closed(gemini_server: FakeGemini, name: str) -> None:
     assert info.value.details["layer"] == "gemini"
 
 
-def test_server_error_fails_closed(gemini_server: FakeGemini) -> None:
-    gemini_server.enqueue(FakeResponse(status=500))
+@pytest.mark.parametrize("status", [500, 503, 429])
+def test_an_outage_fails_closed_as_unavailable_not_as_a_doubt_about_the_text(
+    gemini_server: FakeGemini, status: int
+) -> None:
+    for _ in range(4):  # the SDK's own retries, if any
+        gemini_server.enqueue(FakeResponse(status=status))
+    with pytest.raises(ProviderUnavailable, match="sanitizer:gemini"):
+        run(layer(gemini_server), TEXT)
+
+
+def test_a_request_the_service_refuses_fails_closed_as_a_doubt(gemini_server: FakeGemini) -> None:
+    gemini_server.enqueue(FakeResponse(status=400))
     with pytest.raises(SanitizationFailed, match="LLM layer"):
         run(layer(gemini_server), TEXT)
 
@@ -101,11 +111,11 @@ def test_garbage_body_fails_closed(gemini_server: FakeGemini) -> None:
         run(layer(gemini_server), TEXT)
 
 
-def test_timeout_fails_closed(gemini_server: FakeGemini) -> None:
+def test_timeout_fails_closed_as_unavailable(gemini_server: FakeGemini) -> None:
     gemini_server.enqueue(FakeResponse(status=200, delay=5.0))
-    with pytest.raises(SanitizationFailed) as info:
+    with pytest.raises(ProviderUnavailable) as info:
         run(layer(gemini_server, timeout=0.5), TEXT)
-    assert "0.5s" in info.value.details["reason"] or "failed" in info.value.details["reason"]
+    assert "0.5s" in info.value.reason or "failed" in info.value.reason
 
 
 def test_empty_text_needs_no_call(gemini_server: FakeGemini) -> None:
