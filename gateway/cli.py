@@ -401,13 +401,20 @@ def reindex_command(env: CliEnvironment, missing: bool) -> None:
 
                     reports = await pack.reindex(missing_only=missing, progress=progress)
                 for report in reports:
+                    if report.error is not None:
+                        failed.append(report.embedder_id)
+                        click.echo(f"{name}: {report.embedder_id}: not reindexed: {report.error}")
+                        continue
                     click.echo(
                         f"{name}: {report.embedder_id}: {report.embedded} embedded, {report.skipped} skipped "
                         f"of {report.total}"
                     )
 
+    failed: list[str] = []
     try:
         _run(main)
+        if failed:
+            raise click.ClickException(f"not reindexed: {', '.join(failed)} (run the same command again later)")
     except KeyboardInterrupt:
         click.echo("interrupted; run the same command again to resume", err=True)
         sys.exit(130)

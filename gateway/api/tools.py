@@ -386,6 +386,8 @@ class ReindexReport:
     total: int
     embedded: int
     skipped: int
+    error: str | None = None
+    """Why this embedder stopped before the end (it was down); the others were still reindexed."""
 
 
 ReindexProgress = Callable[[int, int], None]

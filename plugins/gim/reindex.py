@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from gateway.api import Embedder, ReindexProgress, ReindexReport
+from gateway.api import Embedder, ProviderUnavailable, ReindexProgress, ReindexReport
 from gateway_plugins.gim.vectors import INDEXED_FIELDS, ItemVectors, collection_name
 
 if TYPE_CHECKING:
@@ -110,11 +110,16 @@ async def reindex_all(core: GimCore, *, missing_only: bool, progress: ReindexPro
     total = await core.repo.count_items(core.store)
     reports = []
     for embedder in core.embeddings.embedders:
-        if missing_only:
-            generation = core.vectors.generation(embedder.id)
-            have = await core.repo.count_vectors(core.store, embedder.id, generation.active) if generation else 0
-            embedded = await fill_missing(core, embedder, progress=progress, done_before=have, total=total)
-        else:
-            embedded = await _full(core, embedder, progress, total)
+        try:
+            if missing_only:
+                generation = core.vectors.generation(embedder.id)
+                have = await core.repo.count_vectors(core.store, embedder.id, generation.active) if generation else 0
+                embedded = await fill_missing(core, embedder, progress=progress, done_before=have, total=total)
+            else:
+                embedded = await _full(core, embedder, progress, total)
+        except ProviderUnavailable as exc:  # this embedder is down: the others are still reindexed
+            log.warning("gim.reindex.embedder_failed", embedder=embedder.id, error=str(exc))
+            reports.append(ReindexReport(embedder.id, total, 0, total, error=str(exc)))
+            continue
         reports.append(ReindexReport(embedder_id=embedder.id, total=total, embedded=embedded, skipped=total - embedded))
     return reports

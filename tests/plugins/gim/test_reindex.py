@@ -187,3 +187,17 @@ async def test_an_embedder_id_that_would_reuse_another_ids_collection_is_refused
         with pytest.raises(ConfigError, match="holds the vectors of embedder 'acme/sha/64'"):
             await vectors.ensure_embedder("Acme-SHA/64", 64)
         assert "Acme-SHA/64" not in vectors.generations
+
+
+async def test_a_reindex_goes_on_past_an_embedder_that_is_down(data_dir: Path, fake_gemini: Any) -> None:
+    async with running_gateway(_chain_config(fake_gemini), data_dir) as client:
+        ids = await _submit_all(client)
+        for _ in range(50):
+            fake_gemini.enqueue(FakeResponse(status=503))
+        pack = client.runtime.packs["gim"]
+        gemini_id, local_id = (e.id for e in pack.core.embeddings.embedders)
+        reports = {r.embedder_id: r for r in await pack.reindex(missing_only=False, progress=lambda d, t: None)}
+        found = await call(client, "gim_search_issues", {"error_message": ISSUES[1][0]})
+    assert reports[gemini_id].error and reports[gemini_id].embedded == 0
+    assert reports[local_id].error is None and reports[local_id].embedded == len(ids)
+    assert found["issues"][0]["issue_id"] == ids[1]
