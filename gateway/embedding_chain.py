@@ -76,6 +76,7 @@ class EmbedderChain:
         *,
         retry_after_seconds: float = DEFAULT_RETRY_AFTER_SECONDS,
         query_deadline_seconds: float | None = 5.0,
+        document_deadline_seconds: float | None = 20.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not entries:
@@ -110,6 +111,7 @@ class EmbedderChain:
                 )
         self._cooldown = retry_after_seconds
         self._query_deadline = query_deadline_seconds
+        self._document_deadline = document_deadline_seconds
         self._clock = clock
 
     @property
@@ -176,14 +178,15 @@ class EmbedderChain:
             reason = f"circuit open for {link.open_until - now:.1f}s more after a failure"
             log.info("embedder.skipped", embedder=embedder.id, task=task, reason=reason)
             raise _Skipped(reason)
-        # A query waits for an earlier link at most this long (its own retries included), then falls back.
-        deadline = self._query_deadline if task == "query" and not is_fallback else None
+        # An earlier link gets this long (its own retries included): a query then falls back; documents go on with
+        # the others' vectors, and this link's are filled in later (``gateway reindex --missing``).
+        deadline = None if is_fallback else self._query_deadline if task == "query" else self._document_deadline
         try:
             with anyio.fail_after(deadline):
                 vectors = await embedder.embed(texts, task=task)
             vectors = self._check(embedder, texts, vectors)
         except TimeoutError:
-            reason = f"no answer within the query deadline of {deadline}s"
+            reason = f"no answer within the {task} deadline of {deadline}s"
             self._trip(link, task, reason, is_fallback)
             raise _Skipped(reason) from None
         except ProviderUnavailable as exc:
