@@ -78,6 +78,8 @@ class GeminiEmbedder:
     def __init__(self, config: GeminiEmbedderConfig) -> None:
         if config.api_key is None or not config.api_key.get_secret_value():
             raise ProviderUnavailable("gemini", 'no API key: set GEMINI_API_KEY (api_key = { env = "GEMINI_API_KEY" })')
+        if any(ord(c) < 32 or ord(c) == 127 for c in config.api_key.get_secret_value()):
+            raise ProviderUnavailable("gemini", "the API key holds a control character (check GEMINI_API_KEY)")
         self._config = config
         self._client = genai.Client(
             api_key=config.api_key.get_secret_value(),

@@ -68,6 +68,8 @@ def _gemini(ctx: ProviderContext):
     config = ctx.config if isinstance(ctx.config, GeminiConfig) else GeminiConfig()
     if config.api_key is None or not config.api_key.get_secret_value():
         raise ProviderUnavailable("sanitizer.gemini", "no API key (set GEMINI_API_KEY or api_key)")
+    if any(ord(c) < 32 or ord(c) == 127 for c in config.api_key.get_secret_value()):
+        raise ProviderUnavailable("sanitizer.gemini", "the API key holds a control character (check GEMINI_API_KEY)")
     return GeminiSanitizer.from_settings(
         api_key=config.api_key.get_secret_value(),
         model=config.model,

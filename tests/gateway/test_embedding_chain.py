@@ -449,3 +449,23 @@ def test_an_embedder_factory_with_a_bug_in_the_fallback_is_a_clear_outage(tmp_pa
     )
     with pytest.raises(ServiceUnavailable, match="'buggy' is unavailable: its factory failed: RuntimeError: a bug"):
         ProviderHub(loaded, plugins.registry).embeddings()
+
+
+async def test_a_key_read_with_its_line_ending_works_and_one_with_a_control_character_is_named(
+    tmp_path: Path, fake_gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", KEY + "\n")
+    chain = host_chain(tmp_path, fake_gemini)
+    try:
+        assert (await chain.embed_query("q")).embedder_id == f"gemini/gemini-embedding-001/{DIM}"
+        assert fake_gemini.requests[0].headers["x-goog-api-key"] == KEY
+    finally:
+        for embedder in chain.embedders:
+            await embedder.aclose()
+    monkeypatch.setenv("GEMINI_API_KEY", KEY + "\nX-Injected: 1")
+    with capture_logs() as logs:
+        chain = host_chain(tmp_path / "second", fake_gemini)
+    assert [e.id for e in chain.embedders] == ["local/all-MiniLM-L6-v2-int8/384"]
+    assert any("control character" in str(e.get("reason")) for e in logs)
+    for embedder in chain.embedders:
+        await embedder.aclose()

@@ -322,7 +322,7 @@ async def test_a_header_secret_is_never_shown_even_when_refused(tmp_path: Path, 
     monkeypatch.setenv("PY_UPSTREAM_KEY", "Zq81hT0pLx-good")
     async with running_gateway(config) as client:  # the catalogue is kept: its tools are served at the next start
         assert not (await client.call_tool("py_echo", {"text": "x"})).is_error
-    monkeypatch.setenv("PY_UPSTREAM_KEY", "Zq81hT0pLx\r\n")
+    monkeypatch.setenv("PY_UPSTREAM_KEY", "Zq81hT0pLx\r\nX-Injected: 1")
     async with running_gateway(config) as client:
         failed = await client.call_tool("py_echo", {"text": "x"})
         last_error = client.runtime.packs["remote"].upstreams[0].last_error
