@@ -222,6 +222,7 @@ class PostgresStore:
             max_size=self._max_size,
             timeout=self._connect_timeout,
             configure=self._configure,
+            check=AsyncConnectionPool.check_connection,  # a connection broken while the server was away is replaced
             open=False,
             name="gateway-store",
         )

@@ -117,3 +117,22 @@ async def test_prepared_statements_can_be_turned_off_for_transaction_poolers(pos
         assert row is not None and (row["n"] > 0) is prepared
     finally:
         await store.close()
+
+
+@pytest.mark.anyio
+async def test_connections_the_server_dropped_are_replaced_not_handed_out(postgres_db: str) -> None:
+    """After a restart (or an administrator ending sessions) the pool's idle connections are dead: the next call
+    gets a fresh one instead of failing."""
+    store = PostgresStore(postgres_db, min_size=2, max_size=2)
+    try:
+        assert await store.fetch_one("SELECT 1 AS one") == {"one": 1}
+        async with await psycopg.AsyncConnection.connect(postgres_db, autocommit=True) as admin:
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        await asyncio.sleep(0.2)
+        assert await store.fetch_one("SELECT 2 AS two") == {"two": 2}
+        assert await store.fetch_one("SELECT 3 AS three") == {"three": 3}
+    finally:
+        await store.close()
