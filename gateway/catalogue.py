@@ -99,7 +99,9 @@ class Catalogue:
             if full in self.tools:
                 taken = self.tools[full]
                 message = (
-                    f"tool name collision: {full!r} is offered by pack {taken.pack!r} and by pack {pack_name!r}; "
+                    f"tool name collision: pack {pack_name!r} offers two tools named {full!r}"
+                    if taken.pack == pack_name
+                    else f"tool name collision: {full!r} is offered by pack {taken.pack!r} and by pack {pack_name!r}; "
                     f"disable one or set [packs.prefix] for one of them"
                 )
                 # A remote server's tool never stops the gateway (nor takes a local tool's name): the server's

@@ -79,4 +79,6 @@ def tool_lines(rows: list[dict[str, Any]], upstreams: list[str]) -> list[str]:
         lines.append(f"{row['name']}  [{source}]  scope={row['scope'] or '-'}")
         lines.append(f"    {row['description'].splitlines()[0] if row['description'] else ''}")
         lines.append(f"    input:  {json.dumps(row['inputSchema'])}")
+        if row.get("outputSchema") is not None:
+            lines.append(f"    output: {json.dumps(row['outputSchema'])}")
     return lines + (["upstream servers:", *upstreams] if upstreams else [])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import inspect
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,10 +166,7 @@ def create_plugin_manager(
     for name, plugin in extra_plugins:
         if name not in blocked:
             _register(pm, plugin, name)
-    try:
-        pm.check_pending()
-    except pluggy.PluginValidationError as exc:
-        raise PluginError(str(exc)) from exc
+    _check_pending(pm)
 
     registry = Registry()
     provider, pack, interceptor, current = _registrars(registry)
@@ -219,11 +217,39 @@ def _dist_name(ep: Any) -> str:
 
 
 def _register(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
-    """Register ``plugin``; a hook implementation that does not match its specification names the plugin."""
+    """Register ``plugin``; a hook implementation that does not match its specification, or a function named like a
+    hook without ``@hookimpl`` (pluggy would ignore it silently), names the plugin."""
     try:
         pm.register(plugin, name=name)
     except pluggy.PluginValidationError as exc:
         raise PluginError(f"plugin {name!r}: {exc}") from exc
+    unmarked = [
+        attr
+        for attr in dir(plugin)
+        if attr.startswith("gateway_")
+        and inspect.isroutine(getattr(plugin, attr, None))
+        and pm.parse_hookimpl_opts(plugin, attr) is None
+    ]
+    if unmarked:
+        pm.unregister(plugin)
+        raise PluginError(
+            f"plugin {name!r}: {', '.join(unmarked)} is named like a hook but has no @hookimpl "
+            "(from gateway.api import hookimpl)"
+        )
+
+
+def _check_pending(pm: pluggy.PluginManager) -> None:
+    """A hook implementation with no specification (a misspelt hook) fails loudly, naming its plugin."""
+    known = sorted(name for name in vars(hookspecs) if name.startswith("gateway_"))
+    for hook_name, caller in vars(pm.hook).items():
+        if hook_name.startswith("_") or caller.has_spec():
+            continue
+        for impl in caller.get_hookimpls():
+            if not impl.optionalhook:
+                raise PluginError(
+                    f"plugin {impl.plugin_name!r}: {hook_name} is not a hook of the gateway (misspelt?); "
+                    f"the hooks are: {', '.join(known)}"
+                )
 
 
 @contextlib.contextmanager

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
@@ -61,6 +63,14 @@ class ToolResult:
     is_error: bool = False
 
 
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+def _is_async(handler: Any) -> bool:
+    """An ``async def`` function or method, a partial of one, or an object whose ``__call__`` is one."""
+    return asyncio.iscoroutinefunction(handler) or asyncio.iscoroutinefunction(type(handler).__call__)
+
+
 @dataclass(frozen=True)
 class Tool(Generic[InT, OutT]):
     """One tool: its full name, its input and output types, and an async handler.
@@ -104,6 +114,15 @@ class Tool(Generic[InT, OutT]):
             raise TypeError(f"tool {self.name!r}: a tool with an input model needs an output model (and no schema)")
         if self.input_model is None and self.output_model is not None:
             raise TypeError(f"tool {self.name!r}: a JSON Schema tool declares its output as a JSON Schema too")
+        if self.upstream is None and not _TOOL_NAME.match(self.name):  # a remote server's names are the server's
+            raise TypeError(
+                f"tool {self.name!r}: a tool name is 1 to 128 letters, digits, '_', '-' or '.' (the MCP convention)"
+            )
+        if not _is_async(self.handler):
+            raise TypeError(
+                f"tool {self.name!r}: the handler must be an async function (async def), not {self.handler!r}; "
+                "run blocking work with gateway.api.off_loop"
+            )
 
     @classmethod
     def from_json_schema(

@@ -51,8 +51,17 @@ def test_a_misspelled_hook_fails_loudly():
         def gateway_register_tool_pack(self, register):  # missing "s"
             pass
 
-    with pytest.raises(PluginError, match="gateway_register_tool_pack"):
+    with pytest.raises(PluginError, match=r"^plugin 'typo': gateway_register_tool_pack is not a hook of the gateway"):
         create_plugin_manager(extra_plugins=[("typo", Typo())])
+
+
+def test_a_hook_function_without_hookimpl_fails_loudly():
+    class Unmarked:
+        def gateway_register_tool_packs(self, register):  # pluggy alone would ignore it
+            register("never", lambda context: None)
+
+    with pytest.raises(PluginError, match=r"^plugin 'unmarked': gateway_register_tool_packs is named like a hook"):
+        create_plugin_manager(extra_plugins=[("unmarked", Unmarked())])
 
 
 def test_two_plugins_registering_the_same_pack_name_fail():
