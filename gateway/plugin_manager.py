@@ -223,6 +223,11 @@ def _register(pm: pluggy.PluginManager, plugin: object, name: str) -> None:
         pm.register(plugin, name=name)
     except pluggy.PluginValidationError as exc:
         raise PluginError(f"plugin {name!r}: {exc}") from exc
+    except ValueError as exc:  # pluggy: the same object or name twice
+        raise PluginError(
+            f"plugin {name!r} is registered twice ({exc}); an installed plugin is found through its entry point: "
+            "pass only plugins that are not installed in extra_plugins"
+        ) from exc
     unmarked = [
         attr
         for attr in dir(plugin)

@@ -150,3 +150,10 @@ async def test_a_pack_that_fails_to_build_or_start_is_named(tmp_path, fault, mes
     with pytest.raises(PluginError if fault != "config" else ConfigError, match=message):
         async with running_gateway(config, extra_plugins=[("faulty", Plugin())]):
             pass
+
+
+def test_passing_an_installed_plugin_again_is_a_clear_error():
+    import hello_pack
+
+    with pytest.raises(PluginError, match="an installed plugin is found through its entry point"):
+        create_plugin_manager(extra_plugins=[("mine", hello_pack)])
