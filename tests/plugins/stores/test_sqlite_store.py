@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.api import Migration, ProviderContext
+from gateway.api import Migration, ProviderContext, ProviderUnavailable
 from gateway_plugins.stores import sqlite as sqlite_module
 from gateway_plugins.stores.sqlite import SqliteStore, SqliteStoreConfig, create_sqlite_store
 from tests.contracts.store_contract import ITEMS, OpenStore, StoreContract
@@ -212,10 +212,10 @@ async def test_a_lock_held_past_the_busy_timeout_fails_the_write_and_leaves_the_
     try:
         await store.execute("CREATE TABLE t (x INTEGER)")
         with _write_lock_held_elsewhere(store.path):
-            with pytest.raises(sqlite3.OperationalError, match="locked"):
+            with pytest.raises(ProviderUnavailable, match=r"store:sqlite: .* is locked by another process"):
                 async with store.transaction() as tx:
                     await tx.execute("INSERT INTO t VALUES (1)")
-            with pytest.raises(sqlite3.OperationalError, match="locked"):
+            with pytest.raises(ProviderUnavailable, match=r"store:sqlite: .* is locked by another process"):
                 await store.execute("INSERT INTO t VALUES (2)")
         async with store.transaction() as tx:
             await tx.execute("INSERT INTO t VALUES (3)")
