@@ -155,11 +155,7 @@ class WireSession:
             raise UpstreamConnectionLost(f"cannot connect to upstream {self.name!r}: {reason}")
 
     async def _run(self) -> None:
-        pump = (
-            None
-            if isinstance(self.target, HttpTarget)
-            else StderrPump(self.name, {f"env.{name}": value for name, value in self.target.env.items()})
-        )
+        pump = None if isinstance(self.target, HttpTarget) else StderrPump(self.name, self.target.secrets)
         try:
             async with AsyncExitStack() as stack:
                 await self._wire.open(

@@ -31,14 +31,14 @@ def _resolve_secret(value: Any) -> Any:
     if isinstance(value, Mapping):
         if set(value) != {"env"} or not isinstance(value["env"], str):
             raise ValueError('a secret is a string or { env = "NAME" }')
-        value = os.environ.get(value["env"])
-    return value.strip() or None if isinstance(value, str) else value
+        return os.environ.get(value["env"]) or None
+    return value
 
 
 Secret = Annotated[SecretStr | None, BeforeValidator(_resolve_secret)]
 """A config value written as ``{ env = "NAME" }`` (or, discouraged, a literal). ``None`` when the variable is
-unset or blank. Surrounding whitespace is dropped (a key read from a file keeps its line ending). The value is a
-:class:`pydantic.SecretStr`, so it never appears in reprs or logs."""
+unset. The value is a :class:`pydantic.SecretStr`, so it never appears in reprs or logs; it is passed on exactly as
+set (a provider that knows its value cannot hold whitespace, an API key, strips it)."""
 
 
 class ProviderLookup(Protocol):

@@ -12,7 +12,6 @@ environment, the configured headers), never the headers or credentials of the ca
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -25,17 +24,22 @@ from gateway.api.tools import PromptArgument, PromptResult, ResourceContent, Too
 def scrub_secrets(text: str, secrets: Mapping[str, str]) -> str:
     """``text`` with every secret value replaced by where it goes (``<headers.X-Key>``, ``<env.TOKEN>``), also as a
     ``str`` or ``bytes`` repr shows it: an HTTP library refusing a header quotes the value in its error (``Illegal
-    header value b'...\\r\\n'``), and such errors reach callers, logs and ``gateway plugins``. One pass, longest
-    value first, so a placeholder is never rewritten by a shorter secret inside it."""
-    where_of: dict[str, str] = {}
+    header value b'...\\r\\n'``), and such errors reach callers, logs and ``gateway plugins``. The longest value
+    goes first (a shorter secret inside it, or overlapping it, cannot leave part of it), and each replacement is
+    held as a marker no later value can match until the end."""
+    forms: list[tuple[str, str]] = []
     for where, value in secrets.items():
         if len(value.strip()) >= 4:
-            for form in (value, value.strip(), repr(value)[1:-1], repr(value.encode())[2:-1]):
-                where_of.setdefault(form, where)
-    if not where_of:
-        return text
-    pattern = re.compile("|".join(re.escape(form) for form in sorted(where_of, key=len, reverse=True)))
-    return pattern.sub(lambda match: f"<{where_of[match.group(0)]}>", text)
+            for form in {value, value.strip(), repr(value)[1:-1], repr(value.encode())[2:-1]}:
+                forms.append((form, where))
+    places: list[str] = []
+    for form, where in sorted(forms, key=lambda pair: len(pair[0]), reverse=True):
+        if form in text:
+            text = text.replace(form, f"\x00{len(places)}\x00")
+            places.append(where)
+    for index, where in enumerate(places):
+        text = text.replace(f"\x00{index}\x00", f"<{where}>")
+    return text
 
 
 ListKind = Literal["tools", "resources", "prompts"]
@@ -47,13 +51,16 @@ class StdioTarget:
     """A server started as a subprocess, spoken to over its stdin/stdout.
 
     It gets a minimal environment (``HOME``, ``PATH``, ``USER``...) plus ``env``; none of the gateway's own
-    variables. Its stderr lines are logged (through the log redaction) under the upstream's name, every value of
-    ``env`` replaced by its name (``<env.API_KEY>``): a server that prints its own key does not put it in the log.
+    variables. Its stderr lines are logged (through the log redaction) under the upstream's name, with ``secrets``
+    replaced by their names.
     """
 
     command: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     cwd: str | None = None
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Where each secret goes (``env.API_KEY``) -> its value: replaced by ``<env.API_KEY>`` in the stderr lines
+    logged, so a server that prints its own key does not put it in the log."""
 
 
 @dataclass(frozen=True)

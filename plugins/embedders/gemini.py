@@ -76,13 +76,14 @@ class GeminiEmbedder:
     """Embeds with the Gemini API. Raises :class:`ProviderUnavailable` at construction when no key is set."""
 
     def __init__(self, config: GeminiEmbedderConfig) -> None:
-        if config.api_key is None or not config.api_key.get_secret_value():
+        key = config.api_key.get_secret_value().strip() if config.api_key is not None else ""  # a file's line end
+        if not key:
             raise ProviderUnavailable("gemini", 'no API key: set GEMINI_API_KEY (api_key = { env = "GEMINI_API_KEY" })')
-        if any(ord(c) < 32 or ord(c) == 127 for c in config.api_key.get_secret_value()):
+        if any(ord(c) < 32 or ord(c) == 127 for c in key):
             raise ProviderUnavailable("gemini", "the API key holds a control character (check GEMINI_API_KEY)")
         self._config = config
         self._client = genai.Client(
-            api_key=config.api_key.get_secret_value(),
+            api_key=key,
             vertexai=False,
             http_options=types.HttpOptions(base_url=config.base_url, timeout=int(config.timeout_seconds * 1000)),
         )

@@ -87,6 +87,8 @@ class ServerConfig(BaseModel):
     restart_backoff_seconds: float = Field(0.5, gt=0, description="First wait before restarting after a failure.")
     max_backoff_seconds: float = Field(60.0, gt=0)
     _unset: dict[str, str] = PrivateAttr(default_factory=dict)
+    _referenced: set[str] = PrivateAttr(default_factory=set)
+    """``headers.X``/``env.Y`` written as ``{ env = ... }``: the secrets (a literal env value is plain config)."""
 
     @model_validator(mode="wrap")
     @classmethod
@@ -94,14 +96,18 @@ class ServerConfig(BaseModel):
         """Keep the names of secrets whose variable is unset: a server missing one is reported down, naming it,
         while the others serve."""
         unset = {}
+        referenced: set[str] = set()
         if isinstance(data, Mapping):
             for table in ("headers", "env"):
                 for key, value in (data.get(table) or {}).items():
                     variable = value.get("env") if isinstance(value, Mapping) else None
-                    if isinstance(variable, str) and not os.environ.get(variable):
-                        unset[f"{table}.{key}"] = variable
+                    if isinstance(variable, str):
+                        referenced.add(f"{table}.{key}")
+                        if not os.environ.get(variable):
+                            unset[f"{table}.{key}"] = variable
         model = handler(data)
         model._unset = unset
+        model._referenced = referenced
         return model
 
     @field_validator("name")
@@ -158,6 +164,11 @@ class ServerConfig(BaseModel):
     @property
     def transport(self) -> str:
         return "stdio" if self.command is not None else "http"
+
+    def is_secret(self, where: str) -> bool:
+        """Whether ``headers.X`` or ``env.Y`` holds a secret: every header (credentials travel there), and an env
+        variable written as ``{ env = ... }``."""
+        return where.startswith("headers.") or where in self._referenced
 
     def missing_secrets(self) -> dict[str, str]:
         """``{"headers.Authorization": "SEARCH_TOKEN"}`` for every secret whose variable is unset."""

@@ -53,13 +53,18 @@ def target_of(config: ServerConfig) -> UpstreamTarget:
         return HttpTarget(config.url, headers, config.protocol)
     assert config.command is not None
     env = {k: v.get_secret_value() for k, v in config.env.items() if v is not None}
-    return StdioTarget(tuple(config.command), env, config.cwd)
+    secrets = {where: value for where, value in secret_values(config).items() if where.startswith("env.")}
+    return StdioTarget(tuple(config.command), env, config.cwd, secrets=secrets)
 
 
 def secret_values(config: ServerConfig) -> dict[str, str]:
     """Where each secret of ``config`` goes (``headers.Authorization``, ``env.TOKEN``) -> its value."""
     where = {f"headers.{k}": v for k, v in config.headers.items()} | {f"env.{k}": v for k, v in config.env.items()}
-    return {field: value.get_secret_value() for field, value in where.items() if value is not None}
+    return {
+        field: value.get_secret_value()
+        for field, value in where.items()
+        if value is not None and config.is_secret(field)
+    }
 
 
 _NOT_IN_A_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")

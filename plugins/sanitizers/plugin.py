@@ -66,12 +66,13 @@ def _gemini(ctx: ProviderContext):
     from gateway_plugins.sanitizers.gemini import GeminiSanitizer
 
     config = ctx.config if isinstance(ctx.config, GeminiConfig) else GeminiConfig()
-    if config.api_key is None or not config.api_key.get_secret_value():
+    key = config.api_key.get_secret_value().strip() if config.api_key is not None else ""  # a file's line end
+    if not key:
         raise ProviderUnavailable("sanitizer.gemini", "no API key (set GEMINI_API_KEY or api_key)")
-    if any(ord(c) < 32 or ord(c) == 127 for c in config.api_key.get_secret_value()):
+    if any(ord(c) < 32 or ord(c) == 127 for c in key):
         raise ProviderUnavailable("sanitizer.gemini", "the API key holds a control character (check GEMINI_API_KEY)")
     return GeminiSanitizer.from_settings(
-        api_key=config.api_key.get_secret_value(),
+        api_key=key,
         model=config.model,
         base_url=config.base_url,
         timeout_seconds=config.timeout_seconds,

@@ -107,3 +107,21 @@ def test_secret_values_are_scrubbed_as_an_http_library_quotes_them() -> None:
         "cannot connect: LocalProtocolError: Illegal header value b'<headers.X-Upstream-Key>' "
         "(also '<headers.X-Upstream-Key>') ab"
     )
+
+
+def test_overlapping_secrets_leave_no_part_of_either() -> None:
+    from gateway.api import scrub_secrets
+
+    assert scrub_secrets("xxabcd1234", {"b": "abcd1234", "a": "xxab"}) == "xx<b>"
+    assert scrub_secrets("key=SECRET_VALUE and SECRET", {"A": "SECRET", "B": "SECRET_VALUE"}) == "key=<B> and <A>"
+
+
+def test_only_values_written_as_env_references_are_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UPSTREAM_KEY", "k-0123456789")
+    server = ServerConfig(
+        name="s", command=["srv"], env={"API_KEY": {"env": "UPSTREAM_KEY"}, "NODE_ENV": "production", "EMPTY": ""}
+    )
+    target = target_of(server)
+    assert isinstance(target, StdioTarget)
+    assert target.secrets == {"env.API_KEY": "k-0123456789"}
+    assert target.env == {"API_KEY": "k-0123456789", "NODE_ENV": "production", "EMPTY": ""}  # passed on as set
