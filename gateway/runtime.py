@@ -149,7 +149,7 @@ class GatewayRuntime:
                     provider=self.providers.get,
                     tools=self.catalogue.tool_view(),
                     packs={name: name in cfg.packs.enabled for name in registry.packs},
-                    remote_packs=frozenset(name for name, pack in self.packs.items() if pack.status()),
+                    may_offer_later=lambda tool: any(pack.may_offer_later(tool) for pack in self.packs.values()),
                 )
                 who = f"interceptor {ref.name!r} (plugin {reg.plugin!r})"
                 with plugin_bugs_named(who, "its factory"):

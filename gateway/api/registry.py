@@ -110,9 +110,9 @@ class InterceptorContext:
     packs: Mapping[str, bool] = field(default_factory=dict)
     """Every installed tool pack by name: True when it is enabled (so a link can tell a pack that is off from a
     name that exists nowhere)."""
-    remote_packs: frozenset[str] = frozenset()
-    """Enabled packs that front remote servers (their tools come and go with the servers): a tool name not
-    served at start-up may be one of theirs, offered once its server is up."""
+    may_offer_later: Callable[[str], bool] = lambda name: False
+    """Whether an enabled pack may serve a tool of this name later, though it does not now (a remote server that is
+    down at start-up, whose names carry its prefix): a link naming such a tool waits for it."""
 
 
 ProviderFactory = Callable[[ProviderContext], Any]

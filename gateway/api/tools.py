@@ -337,6 +337,11 @@ class ToolPack:
         """The state of the remote services this pack forwards to (none for a pack that runs locally)."""
         return ()
 
+    def may_offer_later(self, name: str) -> bool:
+        """Whether a tool of this full name, not served now, may be served later (a pack fronting remote servers
+        whose lists change: a name with one of their prefixes). False for a pack whose tools are fixed."""
+        return False
+
     def rest_routes(self) -> Sequence[RestRoute]:
         """REST operations served under ``/api/v1`` over HTTP (see :class:`gateway.api.RestRoute`). Their handlers
         call the same methods the tool handlers do, so MCP and REST share one implementation."""

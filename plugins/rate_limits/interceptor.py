@@ -211,7 +211,7 @@ def create_rate_limit_interceptor(ctx: InterceptorContext) -> RateLimitIntercept
 def _applies(ctx: InterceptorContext, index: int, rule: RateLimitRuleConfig) -> bool:
     """Whether ``rule`` applies to this deployment: False (with a warning) when its pack is installed but not
     enabled; a :class:`ConfigError` naming the rule when it names a pack or tools that do not exist (tools not
-    served now are only a warning when a pack fronting remote servers may offer them later)."""
+    served now that a pack fronting remote servers may offer later, by their prefix, are only a warning)."""
     where = f"plugins.interceptor.{ctx.name}.rules[{index}] ({rule.name})"
     disabled = sorted(name for name, enabled in ctx.packs.items() if not enabled)
     if rule.pack is not None and rule.pack not in ctx.packs:
@@ -225,11 +225,11 @@ def _applies(ctx: InterceptorContext, index: int, rule: RateLimitRuleConfig) -> 
             tools=rule.tools,
         )
         return False
-    unknown = [tool for tool in rule.tools if tool not in ctx.tools]
-    if unknown and ctx.remote_packs and (rule.pack is None or rule.pack in ctx.remote_packs):
-        # A remote server that is down, or has not listed them yet, serves them later: the rule waits for them.
-        log.warning("rate-limit rule names tools not served now", rule=rule.name, tools=unknown)
-    elif unknown:
+    later = [tool for tool in rule.tools if tool not in ctx.tools and ctx.may_offer_later(tool)]
+    if later:  # a remote server that is down, or has not listed them yet, serves them later: the rule waits
+        log.warning("rate-limit rule names tools not served now", rule=rule.name, tools=later)
+    unknown = [tool for tool in rule.tools if tool not in ctx.tools and tool not in later]
+    if unknown:
         hint = (
             f"; if they belong to a pack that is not enabled ({', '.join(disabled)}), name it in the rule "
             '(pack = "...") to skip the rule while that pack is off'

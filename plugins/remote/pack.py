@@ -164,6 +164,9 @@ class RemotePack(ToolPack):
                 )
         return prompts
 
+    def may_offer_later(self, name: str) -> bool:
+        return any(name.startswith(upstream.config.prefix) for upstream in self.upstreams)
+
     def status(self) -> Sequence[UpstreamStatus]:
         counts: dict[str, int] = {}
         for upstream, _, _ in self._served_tools():

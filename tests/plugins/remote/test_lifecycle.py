@@ -15,6 +15,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from gateway.api import ConfigError
 from gateway.testing import running_gateway
 from tests.plugins.remote.support import (
     PY_SERVER,
@@ -213,6 +214,11 @@ async def test_a_rate_limit_rule_naming_a_remote_tool_does_not_stop_a_start_whil
         state = client.runtime.packs["remote"].upstreams[0].state
         tools = [t.name for t in (await client.list_tools()).tools]
     assert state in ("down", "starting") and tools == []
+    typo = {**rule, "tools": ["pyecho"]}  # no server's prefix: no server may offer it, a typo still fails loudly
+    config["plugins"]["interceptor"]["rate_limit"]["rules"] = [typo]
+    with pytest.raises(ConfigError, match="unknown tool"):
+        async with running_gateway(config):
+            pass
 
 
 def test_no_orphans_when_the_gateway_is_killed(tmp_path: Path, node: str):
