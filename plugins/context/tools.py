@@ -98,7 +98,9 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
             SearchInput,
             SearchOutput,
             search_tool,
-            annotations=ToolAnnotations(read_only=True, idempotent=True, title="Search the indexed code"),
+            annotations=ToolAnnotations(
+                read_only=True, destructive=False, idempotent=True, open_world=False, title="Search the indexed code"
+            ),
             scope=SEARCH_READ,
             text=format_results,
         ),
@@ -110,7 +112,9 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
             RelatedInput,
             RelatedOutput,
             related_tool,
-            annotations=ToolAnnotations(read_only=True, idempotent=True, title="Related information"),
+            annotations=ToolAnnotations(
+                read_only=True, destructive=False, idempotent=True, open_world=False, title="Related information"
+            ),
             scope=SEARCH_READ,
             text_indent=2,
         ),
@@ -121,7 +125,9 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
             IndexControlInput,
             IndexControlOutput,
             index_tool,
-            annotations=ToolAnnotations(title="Index control"),
+            annotations=ToolAnnotations(
+                read_only=False, destructive=False, idempotent=False, open_world=False, title="Index control"
+            ),
             scope=INDEX_WRITE,
             scope_by=INDEX_SCOPES,
             text_indent=2,
@@ -136,7 +142,9 @@ def build_tools(service: ContextService) -> list[Tool[Any, Any]]:
             ConnectorInput,
             ConnectorOutput,
             connectors_tool,
-            annotations=ToolAnnotations(destructive=True, title="Connector management"),
+            annotations=ToolAnnotations(
+                read_only=False, destructive=True, idempotent=False, open_world=False, title="Connector management"
+            ),
             scope=CONNECTORS_WRITE,
             scope_by=CONNECTOR_SCOPES,
             text_indent=2,

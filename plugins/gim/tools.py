@@ -64,7 +64,9 @@ def build_tools(core: GimCore) -> list[Tool[Any, Any]]:
             input_model=SearchIssuesInput,
             output_model=SearchIssuesOutput,
             handler=search_issues,
-            annotations=ToolAnnotations(read_only=True, idempotent=True, title="Search known issues"),
+            annotations=ToolAnnotations(
+                read_only=True, destructive=False, idempotent=True, open_world=False, title="Search known issues"
+            ),
             scope=READ_SCOPE,
         ),
         Tool(
@@ -77,7 +79,9 @@ def build_tools(core: GimCore) -> list[Tool[Any, Any]]:
             input_model=GetFixBundleInput,
             output_model=FixBundleOutput,
             handler=fix_bundle,
-            annotations=ToolAnnotations(read_only=True, idempotent=True, title="Get a fix bundle"),
+            annotations=ToolAnnotations(
+                read_only=True, destructive=False, idempotent=True, open_world=False, title="Get a fix bundle"
+            ),
             scope=READ_SCOPE,
         ),
         Tool(
@@ -90,7 +94,9 @@ def build_tools(core: GimCore) -> list[Tool[Any, Any]]:
             input_model=SubmitIssueInput,
             output_model=SubmitIssueOutput,
             handler=submit_issue,
-            annotations=ToolAnnotations(read_only=False, destructive=False, idempotent=False, title="Submit a fix"),
+            annotations=ToolAnnotations(
+                read_only=False, destructive=False, idempotent=False, open_world=False, title="Submit a fix"
+            ),
             scope=WRITE_SCOPE,
             exclude_none=True,
         ),
@@ -105,7 +111,9 @@ def build_tools(core: GimCore) -> list[Tool[Any, Any]]:
             input_model=ConfirmFixInput,
             output_model=ConfirmFixOutput,
             handler=confirm,
-            annotations=ToolAnnotations(read_only=False, destructive=False, idempotent=True, title="Confirm a fix"),
+            annotations=ToolAnnotations(
+                read_only=False, destructive=False, idempotent=True, open_world=False, title="Confirm a fix"
+            ),
             scope=WRITE_SCOPE,
         ),
         Tool(
@@ -117,7 +125,9 @@ def build_tools(core: GimCore) -> list[Tool[Any, Any]]:
             input_model=ReportUsageInput,
             output_model=ReportUsageOutput,
             handler=usage,
-            annotations=ToolAnnotations(read_only=False, destructive=False, idempotent=False, title="Report usage"),
+            annotations=ToolAnnotations(
+                read_only=False, destructive=False, idempotent=False, open_world=False, title="Report usage"
+            ),
             scope=WRITE_SCOPE,
         ),
     ]
