@@ -104,10 +104,15 @@ class SdkWire:
 
             async def note_expiry(response: httpx2.Response) -> None:
                 # 404 is the protocol's answer to a session the server no longer knows; the TypeScript SDK's server
-                # answers 400 ("No valid session ID provided"). A 400 refuses the request before running it, so
-                # starting a new session and sending the request again is safe either way.
-                if response.status_code in (400, 404) and response.request.headers.get("mcp-session-id"):
+                # answers 400 "No valid session ID provided". Another 400 (a malformed request) is not an expiry.
+                if not response.request.headers.get("mcp-session-id"):
+                    return
+                if response.status_code == 404:
                     self._expired = True
+                elif response.status_code == 400:
+                    body = await response.aread()  # kept: the SDK reads the same body afterwards
+                    if b"session" in body[:2000].lower():
+                        self._expired = True
 
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(
