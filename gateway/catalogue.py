@@ -79,7 +79,8 @@ class Catalogue:
         self._remove(pack_name)
         self._add(pack_name, pack, prefix, strict=False)
         for name, served in before.items():
-            if name not in self.tools or self.tools[name].pack != pack_name:
+            now = self.tools.get(name)
+            if now is None or now.pack != pack_name or now.tool.upstream != served.tool.upstream:
                 self.metrics.forget_tool(name, pack_name, served.tool.upstream)
 
     def _remove(self, pack_name: str) -> None:

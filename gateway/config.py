@@ -112,8 +112,9 @@ class ProvidersSection(_Section):
     embedder_retry_seconds: float = Field(30.0, ge=0)
     """After an embedder fails, skip it for this long before trying it again."""
     embedder_query_deadline_seconds: float = Field(5.0, gt=0)
-    embedder_document_deadline_seconds: float = Field(20.0, gt=0)
-    """Documents wait this long for an embedder before the link is skipped (its vectors filled in later)."""
+    embedder_document_grace_seconds: float = Field(10.0, gt=0)
+    """Once the last embedder has a document's vectors, the others get this much longer; one still busy then is
+    skipped (its vectors are filled in later by ``gateway reindex --missing``)."""
     """A search waits this long for an embedder before the chain falls back to the next one."""
     vector_store: str = "qdrant-edge"
     store: str = "sqlite"

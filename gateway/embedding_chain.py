@@ -76,7 +76,7 @@ class EmbedderChain:
         *,
         retry_after_seconds: float = DEFAULT_RETRY_AFTER_SECONDS,
         query_deadline_seconds: float | None = 5.0,
-        document_deadline_seconds: float | None = 20.0,
+        document_grace_seconds: float | None = 10.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not entries:
@@ -111,7 +111,7 @@ class EmbedderChain:
                 )
         self._cooldown = retry_after_seconds
         self._query_deadline = query_deadline_seconds
-        self._document_deadline = document_deadline_seconds
+        self._document_grace = document_grace_seconds
         self._clock = clock
 
     @property
@@ -135,9 +135,22 @@ class EmbedderChain:
             except Exception as exc:  # only the fallback lets errors through; re-raised unwrapped below
                 errors.append(exc)
 
+        async def run_within(link: _Link, scope: anyio.CancelScope) -> None:
+            with scope:
+                await run(link)
+            if scope.cancelled_caught:  # the fallback had its vectors and the grace ran out: filled in later
+                reason = f"no answer within {self._document_grace:g}s after the fallback's"
+                self._trip(link, "document", reason, is_fallback=False)
+                missing[link.embedder.id] = reason
+
+        scopes = [anyio.CancelScope() for _ in self._links[:-1]]
         async with anyio.create_task_group() as group:
-            for link in self._links:
-                group.start_soon(run, link)
+            for link, scope in zip(self._links[:-1], scopes, strict=True):
+                group.start_soon(run_within, link, scope)
+            await run(fallback)
+            if self._document_grace is not None:  # the others get this much longer, then go without
+                for scope in scopes:
+                    scope.deadline = anyio.current_time() + self._document_grace
         if errors:
             raise errors[0]
         if fallback.embedder.id in missing:
@@ -178,9 +191,9 @@ class EmbedderChain:
             reason = f"circuit open for {link.open_until - now:.1f}s more after a failure"
             log.info("embedder.skipped", embedder=embedder.id, task=task, reason=reason)
             raise _Skipped(reason)
-        # An earlier link gets this long (its own retries included): a query then falls back; documents go on with
-        # the others' vectors, and this link's are filled in later (``gateway reindex --missing``).
-        deadline = None if is_fallback else self._query_deadline if task == "query" else self._document_deadline
+        # A query waits for an earlier link at most this long (its own retries included), then falls back (documents
+        # give the other links a grace period once the fallback has its vectors: see embed_documents).
+        deadline = self._query_deadline if task == "query" and not is_fallback else None
         try:
             with anyio.fail_after(deadline):
                 vectors = await embedder.embed(texts, task=task)

@@ -132,7 +132,7 @@ class ProviderHub:
                 members,
                 retry_after_seconds=cfg.embedder_retry_seconds,
                 query_deadline_seconds=cfg.embedder_query_deadline_seconds,
-                document_deadline_seconds=cfg.embedder_document_deadline_seconds,
+                document_grace_seconds=cfg.embedder_document_grace_seconds,
             )
         return self._embeddings
 

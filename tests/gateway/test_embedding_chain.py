@@ -387,7 +387,7 @@ async def test_the_host_leaves_gemini_out_without_a_key(
 
 
 @pytest.mark.anyio
-async def test_a_slow_first_link_is_abandoned_at_the_query_and_document_deadlines():
+async def test_a_slow_first_link_is_abandoned_at_the_query_deadline_and_after_the_document_grace():
     class Slow:
         id = "slow/model/384"
         dimension = 384
@@ -401,13 +401,11 @@ async def test_a_slow_first_link_is_abandoned_at_the_query_and_document_deadline
             pass
 
     local = LocalEmbedder.load()
-    chain = EmbedderChain(
-        [("slow", Slow()), ("local", local)], query_deadline_seconds=0.2, document_deadline_seconds=0.3
-    )
+    chain = EmbedderChain([("slow", Slow()), ("local", local)], query_deadline_seconds=0.2)
     with anyio.fail_after(10):
         result = await chain.embed_query("ModuleNotFoundError: No module named 'numpy'")
     assert result.embedder_id == local.id and result.skipped == ("slow/model/384",)
-    chain = EmbedderChain([("slow", Slow()), ("local", local)], document_deadline_seconds=0.3)
+    chain = EmbedderChain([("slow", Slow()), ("local", local)], document_grace_seconds=0.3)
     started = anyio.current_time()
     with anyio.fail_after(10):  # documents go on with the fallback's vectors; the slow link's are filled in later
         documents = await chain.embed_documents(["ModuleNotFoundError: No module named 'numpy'"])
