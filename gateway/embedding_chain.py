@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import anyio
-import numpy as np
 import structlog
 
 from gateway.api import (
@@ -28,15 +27,12 @@ from gateway.api import (
     ProviderUnavailable,
     QueryEmbedding,
     ServiceUnavailable,
+    checked_vectors,
 )
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_RETRY_AFTER_SECONDS = 30.0
-_MIN_NORM = 1e-12
-_NORM_TOLERANCE = 1e-3
-"""Vectors whose length is further than this from 1 are normalised by the chain (the protocol asks for unit
-vectors; cosine scores and stored vectors assume them)."""
 
 ChainEntry = tuple[str, Embedder | ProviderUnavailable]
 """A configured link: its provider name and the built embedder, or why its factory could not build it."""
@@ -197,7 +193,7 @@ class EmbedderChain:
         try:
             with anyio.fail_after(deadline):
                 vectors = await embedder.embed(texts, task=task)
-            vectors = self._check(embedder, texts, vectors)
+            vectors = checked_vectors(embedder, texts, vectors)
         except TimeoutError:
             reason = f"no answer within the {task} deadline of {deadline}s"
             self._trip(link, task, reason, is_fallback)
@@ -224,24 +220,3 @@ class EmbedderChain:
             reason=reason,
             retry_in_seconds=None if is_fallback else self._cooldown,
         )
-
-    @staticmethod
-    def _check(embedder: Embedder, texts: Sequence[str], vectors: list[list[float]]) -> list[list[float]]:
-        """The link's vectors, L2-normalised, or :class:`ProviderUnavailable` for an answer that cannot be stored:
-        the wrong count or dimension, a NaN or infinite value, a zero vector (it has no direction to compare)."""
-        if len(vectors) != len(texts) or any(len(vector) != embedder.dimension for vector in vectors):
-            raise ProviderUnavailable(
-                embedder.id,
-                f"answered {len(vectors)} vectors for {len(texts)} texts (want dimension {embedder.dimension})",
-            )
-        if not vectors:
-            return vectors
-        array = np.asarray(vectors, dtype=np.float64)
-        if not np.isfinite(array).all():
-            raise ProviderUnavailable(embedder.id, "answered a vector holding a NaN or infinite value")
-        norms = np.linalg.norm(array, axis=1)
-        if (norms < _MIN_NORM).any():
-            raise ProviderUnavailable(embedder.id, "answered a zero vector")
-        if (np.abs(norms - 1.0) <= _NORM_TOLERANCE).all():
-            return vectors
-        return (array / norms[:, None]).tolist()

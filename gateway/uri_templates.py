@@ -17,7 +17,7 @@ absent variable is left out of the values. Prefix modifiers (``{x:3}``) match li
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl
+from urllib.parse import unquote
 
 __all__ = ["UriTemplate"]
 
@@ -57,8 +57,11 @@ class UriTemplate:
             else:
                 values[self._names[group]] = value
         wanted = {name for names in self._query_groups.values() for name in names}
-        for query in queries:
-            values.update((k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k in wanted)
+        for query in queries:  # percent-decoded; a "+" is a plus (RFC 6570 does not write spaces as "+")
+            for pair in query.split("&"):
+                key, _, value = pair.partition("=")
+                if unquote(key) in wanted:
+                    values[unquote(key)] = unquote(value)
         return values
 
     def _group(self, name: str) -> str:
@@ -74,18 +77,17 @@ class UriTemplate:
             self._query_groups[group] = [name for name, _ in names]
             return rf"(?:[?&](?P<{group}>[^#]*))?"
         if operator == "":
-            segment = "[^/?#]+" if len(names) == 1 else "[^/?#,]*"
+            segment = "[^/?#]+?" if len(names) == 1 else "[^/?#,]*?"  # lazy: a later expression takes its part
             return ",".join(f"(?P<{self._group(name)}>{segment})" for name, _ in names)
         if operator == "+":
-            lazy = [f"(?P<{self._group(name)}>.*?)" for name, _ in names[:-1]]
-            return ",".join([*lazy, f"(?P<{self._group(names[-1][0])}>.*)"])
+            return ",".join(f"(?P<{self._group(name)}>.*?)" for name, _ in names)
         if operator == "#":
             return rf"(?:\#(?P<{self._group(names[0][0])}>.*))?"
         if operator == ".":
             return "".join(rf"(?:\.(?P<{self._group(name)}>[^/?#.]*))?" for name, _ in names)
         if operator == "/":
             return "".join(
-                rf"(?:/(?P<{self._group(name)}>{'[^?#]*' if explode else '[^/?#]*'}))?" for name, explode in names
+                rf"(?:/(?P<{self._group(name)}>{'[^?#]*?' if explode else '[^/?#]*'}))?" for name, explode in names
             )
         return "".join(  # ";"
             rf"(?:;{re.escape(name)}(?:=(?P<{self._group(name)}>[^;/?#]*))?)?" for name, _ in names

@@ -23,7 +23,14 @@ from gateway.api.connectors import (
     SourceDocument,
 )
 from gateway.api.context import CallContext, Principal
-from gateway.api.embedding import DocumentEmbeddings, Embedder, EmbeddingService, EmbedTask, QueryEmbedding
+from gateway.api.embedding import (
+    DocumentEmbeddings,
+    Embedder,
+    EmbeddingService,
+    EmbedTask,
+    QueryEmbedding,
+    checked_vectors,
+)
 from gateway.api.errors import (
     ConfigError,
     Forbidden,
@@ -270,6 +277,7 @@ __all__ = [
     "canonical_point_id",
     "check_limit_and_offset",
     "checked_payload",
+    "checked_vectors",
     "filter_conditions",
     "hookimpl",
     "off_loop",

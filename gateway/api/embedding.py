@@ -6,6 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+import numpy as np
+
+from gateway.api.errors import ProviderUnavailable
+
 EmbedTask = Literal["document", "query"]
 """``document`` for stored items (Gemini RETRIEVAL_DOCUMENT), ``query`` for searches (RETRIEVAL_QUERY)."""
 
@@ -72,3 +76,31 @@ class EmbeddingService(Protocol):
     async def embed_documents(self, texts: Sequence[str]) -> DocumentEmbeddings: ...
 
     async def embed_query(self, text: str) -> QueryEmbedding: ...
+
+
+_MIN_NORM = 1e-12
+_NORM_TOLERANCE = 1e-3
+"""Vectors whose length is further than this from 1 are normalised (the protocol asks for unit vectors; cosine
+scores and stored vectors assume them)."""
+
+
+def checked_vectors(embedder: Embedder, texts: Sequence[str], vectors: list[list[float]]) -> list[list[float]]:
+    """``embedder``'s answer for ``texts``, L2-normalised, or :class:`ProviderUnavailable` for an answer that cannot be
+    stored: the wrong count or dimension, a NaN or infinite value, a zero vector (it has no direction to compare).
+    The host's chain checks every answer with it; a pack calling an embedder directly (a reindex) should too."""
+    if len(vectors) != len(texts) or any(len(vector) != embedder.dimension for vector in vectors):
+        raise ProviderUnavailable(
+            embedder.id,
+            f"answered {len(vectors)} vectors for {len(texts)} texts (want dimension {embedder.dimension})",
+        )
+    if not vectors:
+        return vectors
+    array = np.asarray(vectors, dtype=np.float64)
+    if not np.isfinite(array).all():
+        raise ProviderUnavailable(embedder.id, "answered a vector holding a NaN or infinite value")
+    norms = np.linalg.norm(array, axis=1)
+    if (norms < _MIN_NORM).any():
+        raise ProviderUnavailable(embedder.id, "answered a zero vector")
+    if (np.abs(norms - 1.0) <= _NORM_TOLERANCE).all():
+        return vectors
+    return (array / norms[:, None]).tolist()

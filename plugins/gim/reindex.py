@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from gateway.api import Embedder, ProviderUnavailable, ReindexProgress, ReindexReport
+from gateway.api import Embedder, ProviderUnavailable, ReindexProgress, ReindexReport, checked_vectors
 from gateway_plugins.gim.vectors import INDEXED_FIELDS, ItemVectors, collection_name
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ async def fill_missing(
         if not rows:
             return embedded
         texts = [row["texts"][kind] for row in rows for kind in core.kinds]
-        vectors = await embedder.embed(texts, task="document")
+        vectors = checked_vectors(embedder, texts, await embedder.embed(texts, task="document"))
         width = len(core.kinds)
         items = [
             ItemVectors(
@@ -118,6 +118,8 @@ async def reindex_all(core: GimCore, *, missing_only: bool, progress: ReindexPro
             else:
                 embedded = await _full(core, embedder, progress, total)
         except ProviderUnavailable as exc:  # this embedder is down: the others are still reindexed
+            if exc.provider.startswith(("store", "vector_store")):  # the store is down: nothing can go on
+                raise
             log.warning("gim.reindex.embedder_failed", embedder=embedder.id, error=str(exc))
             reports.append(ReindexReport(embedder.id, total, 0, total, error=str(exc)))
             continue

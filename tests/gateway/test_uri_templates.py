@@ -27,6 +27,10 @@ from gateway.uri_templates import UriTemplate
         ("x://d{#frag}", "x://d#top", {"frag": "top"}),
         ("x://{code:3}", "x://abc", {"code": "abc"}),
         ("x://a.b/{x}", "x://aXb/1", None),  # the template's own text is literal, dots included
+        ("x://search{?q}", "x://search?q=c++", {"q": "c++"}),  # a plus is a plus
+        ("x://{name}{.ext}", "x://file.tar.gz", {"name": "file.tar", "ext": "gz"}),
+        ("x://{+path}{?q}", "x://a/1?q=2", {"path": "a/1", "q": "2"}),
+        ("x://f{/path*}{?v}", "x://f/a/b?v=1", {"path": "a/b", "v": "1"}),
     ],
 )
 def test_a_uri_matches_as_its_template_expands(template: str, uri: str, values: dict[str, str] | None) -> None:
