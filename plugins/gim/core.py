@@ -65,6 +65,7 @@ class GimCore:
         self._embeddings: EmbeddingService | None = None
         self._embedders_ready = False
         self._coverage_checked: set[str] = set()
+        self._lacking: dict[str, tuple[bool, float]] = {}
         self._generations_loaded_at = 0.0
         self._caught_up_at = float("-inf")
 
@@ -161,6 +162,20 @@ class GimCore:
                 without_vectors=missing,
                 fix="run `gateway reindex --missing` with this deployment's config (it may run beside the server)",
             )
+
+    async def lacks_vectors(self, embedder_id: str) -> bool:
+        """Whether some stored items lack ``embedder_id``'s vectors (counted at most every few seconds)."""
+        now = time.monotonic()
+        cached = self._lacking.get(embedder_id)
+        if cached is None or now - cached[1] > _GENERATIONS_TTL:
+            generation = self.vectors.generation(embedder_id)
+            count = (
+                await self.repo.count_items_without_vectors(self.store, embedder_id, generation.active)
+                if generation
+                else 0
+            )
+            self._lacking[embedder_id] = cached = (count > 0, now)
+        return cached[0]
 
     async def refresh_generations(self, *, force: bool = False) -> None:
         """Follow generation switches made by another process (at most every few seconds unless forced)."""

@@ -13,7 +13,7 @@ after one last pass; then the old collection and its bookkeeping are dropped.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["fill_missing", "reindex_all"]
+__all__ = ["fill_masters", "fill_missing", "reindex_all"]
 
 
 def _noop(done: int, total: int) -> None:
@@ -60,18 +60,7 @@ async def fill_missing(
         )
         if not rows:
             return embedded
-        texts = [row["texts"][kind] for row in rows for kind in core.kinds]
-        vectors = checked_vectors(embedder, texts, await embedder.embed(texts, task="document"))
-        width = len(core.kinds)
-        items = [
-            ItemVectors(
-                row["id"], row["master_id"], dict(zip(core.kinds, vectors[i * width : (i + 1) * width], strict=True))
-            )
-            for i, row in enumerate(rows)
-        ]
-        await core.vectors.write(embedder.id, items, generations=[target])
-        async with core.store.transaction() as tx:
-            await core.repo.record_vectors(tx, [row["id"] for row in rows], embedder.id, target)
+        await _embed_rows(core, embedder, rows, target)
         embedded += len(rows)
         after = rows[-1]["id"]
         progress(done_before + embedded, total)
@@ -102,6 +91,36 @@ async def _full(core: GimCore, embedder: Embedder, progress: ReindexProgress, to
     await core.repo.drop_generation_rows(core.store, embedder.id, old)
     log.info("gim.reindex.switched", embedder=embedder.id, generation=building, embedded=embedded)
     return embedded
+
+
+async def fill_masters(core: GimCore, embedder: Embedder, master_ids: set[str]) -> int:
+    """Embed now the items of ``master_ids`` that lack ``embedder``'s vectors: a duplicate decision is about to
+    compare a submission with them (after the embedder changed, before ``gateway reindex --missing`` ran)."""
+    generation = core.vectors.generation(embedder.id)
+    if generation is None or not master_ids:
+        return 0
+    rows = await core.repo.items_without_vectors(
+        core.store, embedder.id, generation.active, masters=sorted(master_ids), limit=core.config.reindex_batch
+    )
+    if rows:
+        await _embed_rows(core, embedder, rows, generation.active)
+        log.info("gim.vectors.filled_for_a_decision", embedder=embedder.id, items=len(rows))
+    return len(rows)
+
+
+async def _embed_rows(core: GimCore, embedder: Embedder, rows: list[Any], target: int) -> None:
+    texts = [row["texts"][kind] for row in rows for kind in core.kinds]
+    vectors = checked_vectors(embedder, texts, await embedder.embed(texts, task="document"))
+    width = len(core.kinds)
+    items = [
+        ItemVectors(
+            row["id"], row["master_id"], dict(zip(core.kinds, vectors[i * width : (i + 1) * width], strict=True))
+        )
+        for i, row in enumerate(rows)
+    ]
+    await core.vectors.write(embedder.id, items, generations=[target])
+    async with core.store.transaction() as tx:
+        await core.repo.record_vectors(tx, [row["id"] for row in rows], embedder.id, target)
 
 
 async def reindex_all(core: GimCore, *, missing_only: bool, progress: ReindexProgress) -> list[ReindexReport]:

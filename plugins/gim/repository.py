@@ -238,10 +238,8 @@ class Repository:
         return {str(r["item_id"]) for r in rows}
 
     async def count_vectors(self, db: Db, embedder_id: str, generation: int) -> int:
-        row = await db.fetch_one(
-            "SELECT COUNT(*) AS n FROM gim_vectors WHERE embedder_id = :embedder AND generation = :gen",
-            {"embedder": embedder_id, "gen": generation},
-        )
+        sql = "SELECT COUNT(*) AS n FROM gim_vectors WHERE embedder_id = :embedder AND generation = :gen"
+        row = await db.fetch_one(sql, {"embedder": embedder_id, "gen": generation})
         return int(row["n"]) if row else 0
 
     async def count_items_without_vectors(self, db: Db, embedder_id: str, generation: int) -> int:
@@ -253,13 +251,16 @@ class Repository:
         return int(row["n"]) if row else 0
 
     async def items_without_vectors(
-        self, db: Db, embedder_id: str, generation: int, *, after_id: str, limit: int
+        self, db: Db, embedder_id: str, generation: int, *, after_id: str = "", limit: int, masters: Any = None
     ) -> list[Row]:
-        """Active items lacking a vector of ``embedder_id`` in ``generation``, in id order from ``after_id``."""
+        """Active items lacking a vector of ``embedder_id`` in ``generation``, in id order from ``after_id`` (those of
+        the master ids ``masters`` only, when given)."""
+        among, params = _in("m", list(masters)) if masters is not None else ("", {})
+        of_masters = f"AND i.master_id IN {among} " if masters is not None else ""
         return await db.fetch_all(
             f"SELECT i.id, i.master_id, i.texts FROM gim_items i WHERE {_ACTIVE_WITHOUT_VECTORS} AND i.id > :after "
-            "ORDER BY i.id LIMIT :limit",
-            {"embedder": embedder_id, "gen": generation, "after": after_id, "limit": limit},
+            f"{of_masters}ORDER BY i.id LIMIT :limit",
+            {"embedder": embedder_id, "gen": generation, "after": after_id, "limit": limit, **params},
         )
 
     async def items_texts(self, db: Db, item_ids: Sequence[str]) -> list[Row]:

@@ -22,6 +22,7 @@ from gateway_plugins.gim.contradictions import attach_conflicts
 from gateway_plugins.gim.dedup import Evidence, SecondPath, decide_baseline, decide_hybrid, gather_evidence
 from gateway_plugins.gim.intake import Prepared, prepare_submission
 from gateway_plugins.gim.models import MasterIssue
+from gateway_plugins.gim.reindex import fill_masters
 from gateway_plugins.gim.schemas import SubmitIssueInput, SubmitIssueOutput
 from gateway_plugins.gim.texts import COMBINED, ERROR, RESOLUTION
 from gateway_plugins.gim.vectors import ItemVectors
@@ -259,6 +260,10 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
             await reconcile_pending(core)
         await core.refresh_generations()  # a reindex's final pass (under this lock) catches a stale view
         await core.catch_up()
+        if await core.lacks_vectors(decider):  # a changed embedder: the masters this may join get its vectors now
+            lexical = await core.lexical.search_sliced(prepared.tokens, limit=core.config.candidate_pool)
+            deciding = next(e for e in embedders if e.id == decider)
+            await fill_masters(core, deciding, {hit.master_id for hit in lexical})
         if core.hybrid:
             decision = await _decide_hybrid(core, prepared, decider, per_embedder[decider])
         else:

@@ -201,3 +201,20 @@ async def test_a_reindex_goes_on_past_an_embedder_that_is_down(data_dir: Path, f
     assert reports[gemini_id].error and reports[gemini_id].embedded == 0
     assert reports[local_id].error is None and reports[local_id].embedded == len(ids)
     assert found["issues"][0]["issue_id"] == ids[1]
+
+
+async def test_a_resubmission_after_the_deciding_embedder_changed_still_finds_its_master(data_dir: Path) -> None:
+    """Switched from fp32 to int8 with no reindex yet: the stored issues lack the deciding embedder's vectors, so the
+    masters a submission may join get them at once, and the same issue submitted again joins its master."""
+    fp32 = gim_config(plugins={"embedder": {"local": {"precision": "fp32"}}})
+    async with running_gateway(fp32, data_dir) as client:
+        ids = await _submit_all(client)
+    async with running_gateway(gim_config(), data_dir) as client:
+        core = client.runtime.packs["gim"].core
+        (embedder,) = await core.ensure_embedders()
+        before = await core.repo.count_items_without_vectors(core.store, embedder.id, 0)
+        again = await call(client, "gim_submit_issue", submission(*ISSUES[1][:2], actions=ISSUES[1][2]))
+        after = await core.repo.count_items_without_vectors(core.store, embedder.id, 0)
+    assert before == 3
+    assert again["merged"] is True and again["master_issue_id"] == ids[1]
+    assert after < before  # the candidates' vectors were filled in on the way
