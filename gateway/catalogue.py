@@ -15,7 +15,8 @@ from typing import Any
 import structlog
 
 from gateway.api.errors import ConfigError
-from gateway.api.tools import Prompt, Resource, ResourceTemplate, Tool, ToolPack
+from gateway.api.resources import Prompt, Resource, ResourceTemplate
+from gateway.api.tools import Tool, ToolPack
 from gateway.json_schemas import CompiledSchema, compile_schema
 from gateway.metrics import GatewayMetrics, ToolMetrics
 from gateway.tool_schemas import input_schema, output_schema

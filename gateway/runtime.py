@@ -26,18 +26,8 @@ from gateway.api.errors import (
     ValidationFailed,
 )
 from gateway.api.registry import InterceptorContext, PackContext
-from gateway.api.tools import (
-    Prompt,
-    PromptResult,
-    Resource,
-    ResourceContent,
-    ResourceEntry,
-    ResourceTemplate,
-    ToolCall,
-    ToolOutput,
-    ToolPack,
-    UpstreamStatus,
-)
+from gateway.api.resources import Prompt, PromptResult, Resource, ResourceContent, ResourceEntry, ResourceTemplate
+from gateway.api.tools import ToolCall, ToolOutput, ToolPack, UpstreamStatus
 from gateway.catalogue import Catalogue, ServedTool
 from gateway.config import LoadedConfig
 from gateway.identity import local_principal

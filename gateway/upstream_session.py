@@ -19,7 +19,8 @@ import structlog
 
 from gateway import wire
 from gateway.api.context import ProgressSink
-from gateway.api.tools import PromptResult, ResourceContent, ToolResult
+from gateway.api.resources import PromptResult, ResourceContent
+from gateway.api.tools import ToolResult
 from gateway.api.upstream import (
     HttpTarget,
     ListKind,

@@ -11,7 +11,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from gateway.api.tools import (
+from gateway.api.resources import (
     Prompt,
     PromptArgument,
     PromptMessage,
@@ -20,10 +20,8 @@ from gateway.api.tools import (
     ResourceContent,
     ResourceEntry,
     ResourceTemplate,
-    Tool,
-    ToolAnnotations,
-    ToolResult,
 )
+from gateway.api.tools import Tool, ToolAnnotations, ToolResult
 from gateway.api.upstream import RemotePrompt, RemoteResource, RemoteResourceTemplate, RemoteTool
 
 COMPLETE = {"resultType": "complete"}

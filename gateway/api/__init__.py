@@ -81,6 +81,17 @@ from gateway.api.registry import (
     ProviderRegistrar,
     Secret,
 )
+from gateway.api.resources import (
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    PromptResult,
+    Resource,
+    ResourceContent,
+    ResourceEntry,
+    ResourcePage,
+    ResourceTemplate,
+)
 from gateway.api.rest import NoInput, RateTier, RestRoute, RestRouteSource
 from gateway.api.sanitizers import (
     FieldKind,
@@ -95,18 +106,9 @@ from gateway.api.stores import Migration, RelationalStore, StoreIntegrityError, 
 from gateway.api.tools import (
     CallNext,
     Interceptor,
-    Prompt,
-    PromptArgument,
-    PromptMessage,
-    PromptResult,
     Reindexable,
     ReindexProgress,
     ReindexReport,
-    Resource,
-    ResourceContent,
-    ResourceEntry,
-    ResourcePage,
-    ResourceTemplate,
     ScopeByArgument,
     Tool,
     ToolAnnotations,

@@ -18,7 +18,8 @@ from typing import Any, Literal, Protocol
 
 from gateway.api.context import ProgressSink
 from gateway.api.errors import GatewayError
-from gateway.api.tools import PromptArgument, PromptResult, ResourceContent, ToolAnnotations, ToolResult
+from gateway.api.resources import PromptArgument, PromptResult, ResourceContent
+from gateway.api.tools import ToolAnnotations, ToolResult
 
 
 def scrub_secrets(text: str, secrets: Mapping[str, str]) -> str:
