@@ -20,6 +20,7 @@ from gateway import inventory
 from gateway.api.errors import GatewayError
 from gateway.api.tools import Reindexable, ToolPack
 from gateway.app import DEFAULT_CONFIG, prepare, read_config, running_runtime
+from gateway.cli_arguments import read_arguments
 from gateway.cli_errors import cli_failure
 from gateway.config import LogLevel
 from gateway.logs import configure_logging
@@ -309,34 +310,6 @@ def call_command(env: CliEnvironment, tool: str, arguments: str) -> None:
 
     if _run(main):
         sys.exit(1)
-
-
-def read_arguments(value: str) -> dict[str, Any]:
-    """A tool's arguments from the command line: a JSON object written inline, ``-`` (stdin) or ``@FILE``.
-    A problem is a usage error naming where the text came from."""
-    if value == "-":
-        source, text = "stdin", sys.stdin.read()
-    elif value.startswith("@"):
-        path = Path(value[1:]).expanduser()
-        source = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise click.BadParameter(f"cannot read {path}: {exc.strerror}", param_hint="ARGUMENTS") from None
-        except UnicodeDecodeError:
-            raise click.BadParameter(f"{path} is not UTF-8 text", param_hint="ARGUMENTS") from None
-    else:
-        source, text = "the command line", value
-    if not text.strip():
-        raise click.BadParameter(f"{source} gave nothing; expected a JSON object", param_hint="ARGUMENTS")
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"{source}: not JSON: {exc}", param_hint="ARGUMENTS") from None
-    if not isinstance(parsed, dict):
-        kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(parsed), "a number or null")
-        raise click.BadParameter(f"{source}: must be a JSON object, not {kind}", param_hint="ARGUMENTS")
-    return parsed
 
 
 @cli.group("config")
