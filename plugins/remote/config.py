@@ -56,6 +56,10 @@ class ToolFilter(BaseModel):
             raise ValueError("give either allow or deny, not both")
         return self
 
+    def absent_from(self, offered: set[str]) -> list[str]:
+        """The names ``allow`` lists that the server does not offer (a misspelling, or a server version)."""
+        return sorted(set(self.allow or ()) - offered)
+
     def admits(self, name: str) -> bool:
         return name in self.allow if self.allow is not None else name not in self.deny
 
@@ -79,7 +83,7 @@ class ServerConfig(BaseModel):
     scope: str | None = Field(None, description="The scope a caller needs for this server's tools and prompts.")
     start: Literal["lazy", "eager"] = "lazy"
     idle_timeout_seconds: float | None = Field(
-        600.0, gt=0, description="A stdio server unused this long is stopped (restarted on next use); null: never."
+        600.0, ge=0, description="A stdio server unused this long is stopped (restarted on next use); 0: never."
     )
     call_timeout_seconds: float = Field(60.0, gt=0)
     connect_timeout_seconds: float = Field(30.0, gt=0)
@@ -116,6 +120,11 @@ class ServerConfig(BaseModel):
         if not NAME.match(value):
             raise ValueError("letters, digits, '_', '.' and '-' only, starting with a letter or digit")
         return value
+
+    @field_validator("idle_timeout_seconds")
+    @classmethod
+    def _never(cls, value: float | None) -> float | None:
+        return value or None  # 0 (TOML has no null): never
 
     @field_validator("prefix")
     @classmethod

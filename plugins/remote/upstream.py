@@ -284,6 +284,8 @@ class Upstream:
         )
         for tool in catalogue.tools:  # remote text: logged through the log redaction like any other line
             log.debug("upstream tool", upstream=self.name, name=tool.name, description=tool.description)
+        if absent := self.config.tools.absent_from({t.name for t in catalogue.tools}):  # a misspelt allow list
+            log.warning("upstream offers no tool of these names in tools.allow", upstream=self.name, tools=absent)
         await self._on_catalogue_change()
 
     # -- calls ----------------------------------------------------------------------------------------------

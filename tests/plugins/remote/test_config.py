@@ -125,3 +125,15 @@ def test_only_values_written_as_env_references_are_secrets(monkeypatch: pytest.M
     assert isinstance(target, StdioTarget)
     assert target.secrets == {"env.API_KEY": "k-0123456789"}
     assert target.env == {"API_KEY": "k-0123456789", "NODE_ENV": "production", "EMPTY": ""}  # passed on as set
+
+
+def test_an_idle_timeout_of_zero_means_never() -> None:
+    assert ServerConfig(name="s", command=["srv"], idle_timeout_seconds=0).idle_timeout_seconds is None
+    assert ServerConfig(name="s", command=["srv"]).idle_timeout_seconds == 600
+
+
+def test_an_allow_list_naming_tools_the_server_lacks_is_told() -> None:
+    from gateway_plugins.remote.config import ToolFilter
+
+    assert ToolFilter(allow=["echo", "add"]).absent_from({"echo", "get-sum"}) == ["add"]
+    assert ToolFilter(deny=["x"]).absent_from({"echo"}) == []
