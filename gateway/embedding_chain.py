@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -161,11 +161,15 @@ class EmbedderChain:
         )
         return DocumentEmbeddings(vectors=vectors, missing=ordered_missing)
 
-    async def embed_query(self, text: str) -> QueryEmbedding:
-        """The query vector of the first embedder that answers; ``skipped`` lists those that did not."""
+    async def embed_query(self, text: str, *, skip: Collection[str] = ()) -> QueryEmbedding:
+        """The query vector of the first embedder that answers, passing over ``skip`` (never the fallback);
+        ``skipped`` lists those that did not serve it."""
         skipped: list[str] = []
         reason = ""
         for link in self._links:
+            if link.embedder.id in skip and link is not self._links[-1]:
+                skipped.append(link.embedder.id)
+                continue
             try:
                 (vector,) = await self._embed(link, [text], "query")
             except _Skipped as failure:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -67,7 +67,8 @@ class EmbeddingService(Protocol):
     """The configured embedder chain (default ``["gemini", "local"]``), as a tool pack uses it.
 
     Documents get a vector from every available embedder of the chain (so the fallback index is always
-    complete); a query is embedded by the first embedder that answers.
+    complete); a query is embedded by the first embedder that answers, passing over the ids in ``skip`` (a pack
+    that knows an embedder lacks vectors for some of its items; the last link, the fallback, is never skipped).
     """
 
     @property
@@ -75,7 +76,7 @@ class EmbeddingService(Protocol):
 
     async def embed_documents(self, texts: Sequence[str]) -> DocumentEmbeddings: ...
 
-    async def embed_query(self, text: str) -> QueryEmbedding: ...
+    async def embed_query(self, text: str, *, skip: Collection[str] = ()) -> QueryEmbedding: ...
 
 
 _MIN_NORM = 1e-12

@@ -163,6 +163,20 @@ class GimCore:
                 fix="run `gateway reindex --missing` with this deployment's config (it may run beside the server)",
             )
 
+    async def incomplete_embedders(self) -> set[str]:
+        """The embedders (the fallback aside) some stored items have no vectors of: a search passes them over, or
+        those items would be missing from its results (after an outage, before ``gateway reindex --missing``)."""
+        return {e.id for e in self.embeddings.embedders[:-1] if await self.lacks_vectors(e.id)}
+
+    def recount_coverage(self) -> None:
+        """Count again at the next question (a reindex just filled vectors in)."""
+        self._lacking.clear()
+
+    def note_missing(self, embedder_ids: Sequence[str]) -> None:
+        """Embedders that just failed to embed an item: known to lack vectors from now on, without a count."""
+        for embedder_id in embedder_ids:
+            self._lacking[embedder_id] = (True, time.monotonic())
+
     async def lacks_vectors(self, embedder_id: str) -> bool:
         """Whether some stored items lack ``embedder_id``'s vectors (counted at most every few seconds)."""
         now = time.monotonic()

@@ -143,4 +143,5 @@ async def reindex_all(core: GimCore, *, missing_only: bool, progress: ReindexPro
             reports.append(ReindexReport(embedder.id, total, 0, total, error=str(exc)))
             continue
         reports.append(ReindexReport(embedder_id=embedder.id, total=total, embedded=embedded, skipped=total - embedded))
+    core.recount_coverage()
     return reports

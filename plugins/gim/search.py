@@ -37,7 +37,8 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
     await core.ensure_embedders()
     pool = max(core.config.candidate_pool, math.ceil((args.offset + args.limit) * core.config.oversampling))
     # The query embedding (the slow part, in a worker thread) runs while the lexical side is searched.
-    async with alongside(lambda: core.embeddings.embed_query(query_text)) as embedding:
+    skip = await core.incomplete_embedders()
+    async with alongside(lambda: core.embeddings.embed_query(query_text, skip=skip)) as embedding:
         await core.refresh_generations()
         await core.catch_up(max_age=core.config.lexical_refresh_seconds)
         lexical = await core.lexical.search_sliced(tokens, limit=pool) if core.hybrid else []

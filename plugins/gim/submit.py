@@ -250,6 +250,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
     # alongside them it only shares their cores, unlike a search's single query (see gateway_plugins.gim.overlap).
     documents = await core.embeddings.embed_documents([prepared.texts[k] for k in kinds])
     per_embedder = {eid: dict(zip(kinds, vecs, strict=True)) for eid, vecs in documents.vectors.items()}
+    core.note_missing(documents.missing)  # this item will lack their vectors: searches pass them over
     if not per_embedder:
         raise ServiceUnavailable("No embedder could embed the submission; retry later.")
     chain = [e.id for e in embedders if e.id in per_embedder]

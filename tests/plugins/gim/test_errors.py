@@ -90,7 +90,7 @@ async def test_embedder_outage_is_service_unavailable(gim: Any) -> None:
     core = gim.runtime.packs["gim"].core
     await core.ensure_embedders()
 
-    async def down(text: str) -> Any:
+    async def down(text: str, **options: Any) -> Any:
         raise ServiceUnavailable("no embedder could embed the query", details={"embedder": "local"})
 
     core.embeddings.embed_query = down

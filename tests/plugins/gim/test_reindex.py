@@ -218,3 +218,21 @@ async def test_a_resubmission_after_the_deciding_embedder_changed_still_finds_it
     assert before == 3
     assert again["merged"] is True and again["master_issue_id"] == ids[1]
     assert after < before  # the candidates' vectors were filled in on the way
+
+
+async def test_searches_pass_over_an_embedder_that_lacks_some_items_vectors(data_dir: Path, fake_gemini: Any) -> None:
+    """Gemini was down for a submission: until `reindex --missing` fills its vectors, a search is served by the
+    embedder that has every item's (else that issue would only be found by its words), then by Gemini again."""
+    fake_gemini.enqueue(FakeResponse(status=503))
+    config = _chain_config(fake_gemini)
+    config["providers"]["embedder_retry_seconds"] = 0  # Gemini answers again at once: only the gap keeps it out
+    async with running_gateway(config, data_dir) as client:
+        ids = await _submit_all(client)
+        pack = client.runtime.packs["gim"]
+        gemini_id, local_id = (e.id for e in pack.core.embeddings.embedders)
+        query = {"error_message": ISSUES[0][0]}
+        during = await call(client, "gim_search_issues", query)
+        await pack.reindex(missing_only=True, progress=lambda done, total: None)
+        after = await call(client, "gim_search_issues", query)
+    assert during["embedder"] == local_id and during["issues"][0]["issue_id"] == ids[0]
+    assert after["embedder"] == gemini_id and after["issues"][0]["issue_id"] == ids[0]
