@@ -186,6 +186,11 @@ class Repository:
                 )
         return removed
 
+    async def embedded_sets(self, db: Db) -> list[set[str]]:
+        """Each distinct set of embedder ids files have vectors of (files embedded by none left out)."""
+        rows = await db.fetch_all("SELECT DISTINCT embedded FROM ctx_files WHERE embedded <> ''")
+        return [set(str(row["embedded"]).split()) for row in rows]
+
     async def mark_embedded(self, db: Db, file_id: str, embedder_ids: Sequence[str]) -> None:
         await db.execute(
             "UPDATE ctx_files SET embedded = :e WHERE id = :id", {"e": " ".join(sorted(embedder_ids)), "id": file_id}

@@ -38,7 +38,8 @@ async def _dense(service: ContextService, query: str, connector_ids: list[str]) 
     if not service.config.embed or opts.dense_weight <= 0 or service.vectors is None or service.live is None:
         return {}, None
     try:
-        embedded = await service.context.embeddings().embed_query(query)
+        skip = await service.incomplete_embedders()  # some files lack their vectors: they would be missed
+        embedded = await service.context.embeddings().embed_query(query, skip=skip)
         points = await service.vectors.query(
             embedded.embedder_id, embedded.vector, limit=service.config.dense_candidates, connector_ids=connector_ids
         )

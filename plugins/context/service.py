@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import math
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -109,12 +110,24 @@ class ContextService:
         self.suggestion_cache: OrderedDict[Any, Any] = OrderedDict()
         self._cursors: CursorCodec | None = None
         self._starting = asyncio.Lock()
+        self._incomplete: tuple[set[str], float] | None = None
 
     @property
     def store(self) -> RelationalStore:
         if self._store is None:
             raise RuntimeError("the context pack is not started")
         return self._store
+
+    async def incomplete_embedders(self) -> set[str]:
+        """The embedders (the fallback aside) some embedded files have no vectors of (an outage during an index
+        run): a search passes them over until the next run fills them in. Counted at most every 5 seconds."""
+        ids = [e.id for e in self.context.embeddings().embedders[:-1]]
+        if ids and (self._incomplete is None or time.monotonic() - self._incomplete[1] > 5.0):
+            sets = await self.repo.embedded_sets(self.store)
+            self._incomplete = ({i for i in ids if any(i not in have for have in sets)}, time.monotonic())
+        if not ids or self._incomplete is None:
+            return set()
+        return self._incomplete[0]
 
     @property
     def cursors(self) -> CursorCodec:

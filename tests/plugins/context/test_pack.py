@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -317,3 +318,25 @@ async def test_a_rename_must_be_a_non_empty_string(repo: Path, data_dir: Path) -
             assert error["details"]["errors"] == [{"field": "connector_config.name", "message": problem}], name
         [info] = (await call(client, "context.connector_management", {"action": "list"}))["connectors"]
         assert info["name"] == "shop"
+
+
+async def test_a_search_passes_over_an_embedder_some_files_lack(
+    repo: Path, embed_data_dir: Path, fake_gemini: Any
+) -> None:
+    """Gemini was down during the index run: until a run fills its vectors in, a search is served by the embedder
+    that has every file's (else those files would be out of its dense stage)."""
+    from tests.fakes.gemini import FakeResponse
+
+    for _ in range(200):
+        fake_gemini.enqueue(FakeResponse(status=503))
+    gemini = {"api_key": "test-key", "base_url": fake_gemini.base_url, "output_dimensionality": 64, "max_retries": 0}
+    config = context_config(embed=True)
+    config["providers"] = {**config["providers"], "embedder": ["gemini", "local"], "embedder_retry_seconds": 0}
+    config["plugins"]["embedder"] = {"gemini": gemini}
+    async with running_gateway(config, embed_data_dir) as client:
+        await add_file_connector(client, repo)
+        await index_and_wait(client)
+        fake_gemini.reset()  # Gemini answers again
+        found = await call(client, "context.search", {"query": "where is the order total computed?"})
+    assert found["query_metadata"]["embedder"] == "local/all-MiniLM-L6-v2-int8/384"
+    assert found["results"]
