@@ -80,6 +80,7 @@ from gateway.api.registry import (
     ProviderInstantiator,
     ProviderRegistrar,
     Secret,
+    api_key,
 )
 from gateway.api.resources import (
     Prompt,
@@ -276,6 +277,7 @@ __all__ = [
     "ValidationFailed",
     "VectorPoint",
     "VectorStore",
+    "api_key",
     "canonical_point_id",
     "check_limit_and_offset",
     "checked_payload",

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Protocol
 from pydantic import BaseModel, BeforeValidator, SecretStr
 
 from gateway.api.embedding import EmbeddingService
+from gateway.api.errors import ProviderUnavailable
 from gateway.api.sanitizers import SanitizationService
 from gateway.api.tools import Interceptor, Tool, ToolPack
 from gateway.api.upstream import UpstreamConnector
@@ -39,6 +40,18 @@ Secret = Annotated[SecretStr | None, BeforeValidator(_resolve_secret)]
 """A config value written as ``{ env = "NAME" }`` (or, discouraged, a literal). ``None`` when the variable is
 unset. The value is a :class:`pydantic.SecretStr`, so it never appears in reprs or logs; it is passed on exactly as
 set (a provider that knows its value cannot hold whitespace, an API key, strips it)."""
+
+
+def api_key(secret: SecretStr | None, provider: str, missing: str) -> str:
+    """An API key from a :data:`Secret`: surrounding whitespace dropped (a key read from a file keeps its line end);
+    :class:`ProviderUnavailable` naming ``provider`` when there is none (``missing`` says how to set one) or when it
+    holds a control character (it could not travel in a header)."""
+    key = secret.get_secret_value().strip() if secret is not None else ""
+    if not key:
+        raise ProviderUnavailable(provider, missing)
+    if any(ord(c) < 32 or ord(c) == 127 for c in key):
+        raise ProviderUnavailable(provider, "the API key holds a control character")
+    return key
 
 
 class ProviderLookup(Protocol):

@@ -25,7 +25,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from gateway.api import EmbedTask, ProviderContext, ProviderUnavailable
+from gateway.api import EmbedTask, ProviderContext, ProviderUnavailable, api_key
 from gateway_plugins.embedders.config import GeminiEmbedderConfig
 
 # Which HTTP library the SDK's async client uses depends on what is installed (aiohttp when present, else httpx2,
@@ -76,11 +76,7 @@ class GeminiEmbedder:
     """Embeds with the Gemini API. Raises :class:`ProviderUnavailable` at construction when no key is set."""
 
     def __init__(self, config: GeminiEmbedderConfig) -> None:
-        key = config.api_key.get_secret_value().strip() if config.api_key is not None else ""  # a file's line end
-        if not key:
-            raise ProviderUnavailable("gemini", 'no API key: set GEMINI_API_KEY (api_key = { env = "GEMINI_API_KEY" })')
-        if any(ord(c) < 32 or ord(c) == 127 for c in key):
-            raise ProviderUnavailable("gemini", "the API key holds a control character (check GEMINI_API_KEY)")
+        key = api_key(config.api_key, "gemini", 'no API key: set GEMINI_API_KEY (api_key = { env = "GEMINI_API_KEY" })')
         self._config = config
         self._client = genai.Client(
             api_key=key,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.api import SANITIZER, ProviderContext, ProviderRegistrar, ProviderUnavailable, Secret, hookimpl
+from gateway.api import SANITIZER, ProviderContext, ProviderRegistrar, Secret, api_key, hookimpl
 
 __all__ = ["ContextualConfig", "GeminiConfig", "PatternsConfig", "gateway_register_providers"]
 
@@ -66,11 +66,7 @@ def _gemini(ctx: ProviderContext):
     from gateway_plugins.sanitizers.gemini import GeminiSanitizer
 
     config = ctx.config if isinstance(ctx.config, GeminiConfig) else GeminiConfig()
-    key = config.api_key.get_secret_value().strip() if config.api_key is not None else ""  # a file's line end
-    if not key:
-        raise ProviderUnavailable("sanitizer.gemini", "no API key (set GEMINI_API_KEY or api_key)")
-    if any(ord(c) < 32 or ord(c) == 127 for c in key):
-        raise ProviderUnavailable("sanitizer.gemini", "the API key holds a control character (check GEMINI_API_KEY)")
+    key = api_key(config.api_key, "sanitizer.gemini", "no API key (set GEMINI_API_KEY or api_key)")
     return GeminiSanitizer.from_settings(
         api_key=key,
         model=config.model,
