@@ -342,6 +342,11 @@ def host_chain(tmp_path: Path, fake: FakeGemini) -> EmbedderChain:
     return ProviderHub(loaded, plugins.registry).embeddings()
 
 
+async def _close(chain: EmbedderChain) -> None:
+    for embedder in chain.embedders:
+        await embedder.aclose()
+
+
 async def test_the_host_builds_the_configured_chain(
     tmp_path: Path, fake_gemini: FakeGemini, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -351,8 +356,7 @@ async def test_the_host_builds_the_configured_chain(
     assert (await chain.embed_query("q")).embedder_id == f"gemini/gemini-embedding-001/{DIM}"
     assert fake_gemini.requests[0].headers["x-goog-api-key"] == KEY
     assert list((tmp_path / "providers" / "embedder" / "local").glob("*.onnx")), "the graph is cached in data_dir"
-    for embedder in chain.embedders:
-        await embedder.aclose()
+    await _close(chain)
 
 
 async def test_the_key_comes_from_gemini_api_key_when_the_config_names_none(
@@ -371,8 +375,7 @@ async def test_the_key_comes_from_gemini_api_key_when_the_config_names_none(
         assert (await chain.embed_query("q")).embedder_id == f"gemini/gemini-embedding-001/{DIM}"
         assert fake_gemini.requests[0].headers["x-goog-api-key"] == KEY
     finally:
-        for embedder in chain.embedders:
-            await embedder.aclose()
+        await _close(chain)
 
 
 async def test_the_host_leaves_gemini_out_without_a_key(
@@ -436,8 +439,7 @@ async def test_an_embedder_factory_with_a_bug_is_left_out_and_named(tmp_path: Pa
         assert (await chain.embed_query("q")).embedder_id == "local/all-MiniLM-L6-v2-int8/384"
         assert any(e["event"] == "embedder factory failed" and e["embedder"] == "buggy" for e in logs)
     finally:
-        for embedder in chain.embedders:
-            await embedder.aclose()
+        await _close(chain)
 
 
 def test_an_embedder_factory_with_a_bug_in_the_fallback_is_a_clear_outage(tmp_path: Path) -> None:
@@ -458,12 +460,10 @@ async def test_a_key_read_with_its_line_ending_works_and_one_with_a_control_char
         assert (await chain.embed_query("q")).embedder_id == f"gemini/gemini-embedding-001/{DIM}"
         assert fake_gemini.requests[0].headers["x-goog-api-key"] == KEY
     finally:
-        for embedder in chain.embedders:
-            await embedder.aclose()
+        await _close(chain)
     monkeypatch.setenv("GEMINI_API_KEY", KEY + "\nX-Injected: 1")
     with capture_logs() as logs:
         chain = host_chain(tmp_path / "second", fake_gemini)
     assert [e.id for e in chain.embedders] == ["local/all-MiniLM-L6-v2-int8/384"]
     assert any("control character" in str(e.get("reason")) for e in logs)
-    for embedder in chain.embedders:
-        await embedder.aclose()
+    await _close(chain)
