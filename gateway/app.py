@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ from gateway.config import (
     resolve,
 )
 from gateway.logs import configure_logging, make_log_redactor
+from gateway.loop_watch import LoopWatch
 from gateway.plugin_manager import GatewayPlugins, create_plugin_manager
 from gateway.runtime import GatewayRuntime
 
@@ -88,7 +90,13 @@ async def running_runtime(
         setup_logging(runtime, log_level)
     with errors_name_the_file(loaded.source):  # what packs and interceptors refuse in their own tables
         await runtime.start()
+    watch = None
+    if threshold := loaded.config.gateway.loop_stall_warning_seconds:
+        watch = LoopWatch(asyncio.get_running_loop(), threshold, lambda: sorted(set(runtime.calls_in_flight.values())))
+        watch.start()
     try:
         yield runtime
     finally:
+        if watch is not None:
+            watch.stop()
         await runtime.stop()

@@ -39,6 +39,9 @@ class GatewaySection(_Section):
     """The caller identity over stdio; default: a per-install id generated and kept in the data dir."""
     instructions: str | None = None
     """Text put before the packs' own instructions."""
+    loop_stall_warning_seconds: float = Field(1.0, ge=0)
+    """Log a warning naming the calls in flight when the event loop does not answer for this long (a tool blocking
+    inside ``async def``); 0 turns the watch off."""
 
 
 class TransportSection(_Section):

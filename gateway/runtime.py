@@ -84,6 +84,8 @@ class GatewayRuntime:
         self._chain: Any = None
         self._interceptors: list[Link] = []
         self.default_principal: Principal | None = None
+        self.calls_in_flight: dict[str, str] = {}
+        """Tool calls running now: correlation id to tool name."""
         self._call_log = call_log()
         self._started = False
 
@@ -241,6 +243,7 @@ class GatewayRuntime:
         context.tool_name = name
         started = time.perf_counter()
         scope = enter_call(context.correlation_id, name)
+        self.calls_in_flight[context.correlation_id] = name
         try:
             outcome = await self._call(served, arguments or {}, context)
         except anyio.get_cancelled_exc_class():
@@ -248,6 +251,7 @@ class GatewayRuntime:
             raise
         finally:
             exit_call(scope)
+            self.calls_in_flight.pop(context.correlation_id, None)
         code = outcome.error.code if outcome.error else "tool_error" if outcome.is_error else None
         self._record(served, context, started, code)  # a tool's own error result counts as "tool_error"
         return outcome

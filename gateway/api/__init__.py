@@ -30,6 +30,7 @@ from gateway.api.embedding import (
     EmbedTask,
     QueryEmbedding,
     checked_vectors,
+    embeddings_off_loop,
 )
 from gateway.api.errors import (
     ConfigError,
@@ -282,6 +283,7 @@ __all__ = [
     "check_limit_and_offset",
     "checked_payload",
     "checked_vectors",
+    "embeddings_off_loop",
     "filter_conditions",
     "hookimpl",
     "off_loop",

@@ -2,7 +2,7 @@
 
 Connectors are providers of kind ``connector``, offered through the same ``register(kind, name, factory,
 config_model=...)`` door as embedders. A pack that indexes several sources builds one configured instance per
-source with :meth:`gateway.api.PackContext.instantiate`. ``tests/contracts/connector_contract.py`` is the suite a
+source with :meth:`gateway.api.PackContext.instantiate`. ``gateway/contracts/connector_contract.py`` is the suite a
 connector must pass (subclass it to test a third-party one).
 
 Paths are POSIX, relative to the connector's root, and are a document's stable identity within the connector.

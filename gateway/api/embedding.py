@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+import anyio.to_thread
 import numpy as np
+import structlog
 
-from gateway.api.errors import ProviderUnavailable
+from gateway.api.errors import ProviderUnavailable, ServiceUnavailable
+
+log = structlog.get_logger(__name__)
 
 EmbedTask = Literal["document", "query"]
 """``document`` for stored items (Gemini RETRIEVAL_DOCUMENT), ``query`` for searches (RETRIEVAL_QUERY)."""
@@ -77,6 +81,19 @@ class EmbeddingService(Protocol):
     async def embed_documents(self, texts: Sequence[str]) -> DocumentEmbeddings: ...
 
     async def embed_query(self, text: str, *, skip: Collection[str] = ()) -> QueryEmbedding: ...
+
+
+async def embeddings_off_loop(embeddings: Callable[[], EmbeddingService]) -> EmbeddingService | None:
+    """The embedder chain ``embeddings()`` builds, built on a worker thread. Building it loads the models (seconds
+    the first time a local model's graph is built), which on the event loop would stall every other call of the
+    gateway; a pack calls this from ``start()`` instead of building the chain at its first search. ``None``, logged,
+    when the fallback embedder is unavailable: calls that embed then answer ``service_unavailable`` as they would
+    have, and build the chain once it can be."""
+    try:
+        return await anyio.to_thread.run_sync(embeddings)
+    except ServiceUnavailable as exc:
+        log.warning("embedder chain unavailable at start", reason=exc.message)
+        return None
 
 
 _MIN_NORM = 1e-12

@@ -29,6 +29,7 @@ from gateway.api import (
     RelationalStore,
     ToolError,
     ValidationFailed,
+    embeddings_off_loop,
 )
 from gateway_plugins.context.config import ContextConfig
 from gateway_plugins.context.connectors import ConnectorRegistry
@@ -139,6 +140,8 @@ class ContextService:
 
     async def start(self) -> None:
         store: RelationalStore = self.context.provider(STORE)
+        if self.config.embed:
+            await embeddings_off_loop(self.context.embeddings)  # the host keeps the chain; its first use is then quick
         await store.migrate(NAMESPACE, MIGRATIONS)
         self._store = store
         self.vectors = ChunkVectors(self.context.provider(VECTOR_STORE))

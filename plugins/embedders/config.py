@@ -36,6 +36,10 @@ class LocalEmbedderConfig(BaseModel):
     )
 
 
+NO_KEY = 'no API key: set GEMINI_API_KEY (api_key = { env = "GEMINI_API_KEY" })'
+"""Why the Gemini embedder is left out of a chain when no key is configured."""
+
+
 class GeminiEmbedderConfig(BaseModel):
     """``[plugins.embedder.gemini]``."""
 

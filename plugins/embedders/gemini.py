@@ -26,7 +26,7 @@ from google.genai import types
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from gateway.api import EmbedTask, ProviderContext, ProviderUnavailable, api_key
-from gateway_plugins.embedders.config import GeminiEmbedderConfig
+from gateway_plugins.embedders.config import NO_KEY, GeminiEmbedderConfig
 
 # Which HTTP library the SDK's async client uses depends on what is installed (aiohttp when present, else httpx2,
 # a drop-in httpx fork, else httpx): a connection failure of any of them is the service being unreachable.
@@ -76,7 +76,7 @@ class GeminiEmbedder:
     """Embeds with the Gemini API. Raises :class:`ProviderUnavailable` at construction when no key is set."""
 
     def __init__(self, config: GeminiEmbedderConfig) -> None:
-        key = api_key(config.api_key, "gemini", 'no API key: set GEMINI_API_KEY (api_key = { env = "GEMINI_API_KEY" })')
+        key = api_key(config.api_key, "gemini", NO_KEY)
         self._config = config
         self._client = genai.Client(
             api_key=key,

@@ -1,15 +1,15 @@
 """Entry point of the built-in embedders: ``embedder/local`` (the offline default) and ``embedder/gemini``.
 
 The modules holding the models (onnxruntime, the Gemini SDK) are imported only when a deployment selects the
-provider, so offering them costs nothing at start-up.
+provider (the Gemini SDK only once a key is set too), so offering them costs nothing at start-up.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.api import EMBEDDER, ProviderContext, ProviderRegistrar, hookimpl
-from gateway_plugins.embedders.config import GeminiEmbedderConfig, LocalEmbedderConfig
+from gateway.api import EMBEDDER, ProviderContext, ProviderRegistrar, api_key, hookimpl
+from gateway_plugins.embedders.config import NO_KEY, GeminiEmbedderConfig, LocalEmbedderConfig
 
 if TYPE_CHECKING:
     from gateway_plugins.embedders.gemini import GeminiEmbedder
@@ -23,6 +23,8 @@ def _local(context: ProviderContext) -> LocalEmbedder:
 
 
 def _gemini(context: ProviderContext) -> GeminiEmbedder:
+    config = context.config if isinstance(context.config, GeminiEmbedderConfig) else GeminiEmbedderConfig()
+    api_key(config.api_key, "gemini", NO_KEY)  # no key: left out before the SDK's import (about a second) is paid
     from gateway_plugins.embedders.gemini import create_gemini_embedder
 
     return create_gemini_embedder(context)

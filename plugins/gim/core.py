@@ -25,6 +25,7 @@ from gateway.api import (
     RelationalStore,
     SanitizationService,
     VectorStore,
+    embeddings_off_loop,
 )
 from gateway_plugins.gim.confidence import BetaConfidence
 from gateway_plugins.gim.config import GimConfig
@@ -119,6 +120,7 @@ class GimCore:
 
         store: RelationalStore = self.context.provider(STORE)
         vector_store: VectorStore = self.context.provider(VECTOR_STORE)
+        self._embeddings = await embeddings_off_loop(self.context.embeddings)
         await store.migrate(NAMESPACE, MIGRATIONS)
         self._store = store
         self._vectors = VectorIndex(vector_store, store, self.repo)

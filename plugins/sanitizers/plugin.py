@@ -63,10 +63,10 @@ def _contextual(ctx: ProviderContext):
 
 
 def _gemini(ctx: ProviderContext):
-    from gateway_plugins.sanitizers.gemini import GeminiSanitizer
-
     config = ctx.config if isinstance(ctx.config, GeminiConfig) else GeminiConfig()
     key = api_key(config.api_key, "sanitizer.gemini", "no API key (set GEMINI_API_KEY or api_key)")
+    from gateway_plugins.sanitizers.gemini import GeminiSanitizer  # the SDK loads only once a key is set
+
     return GeminiSanitizer.from_settings(
         api_key=key,
         model=config.model,

@@ -1,2 +1,2 @@
 """One provider of each kind, small enough to read in one sitting; each passes its contract suite in
-``tests/contracts`` (``tests/examples/test_provider_plugins.py``)."""
+``gateway/contracts`` (``tests/examples/test_provider_plugins.py``)."""

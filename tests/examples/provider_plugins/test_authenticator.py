@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from example_providers.authenticator import TeamTokenAuthenticator
-from tests.contracts.auth_contract import AuthenticatorContract, Credential
+from gateway.contracts.auth_contract import AuthenticatorContract, Credential
 
 TOKEN = "tt_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 

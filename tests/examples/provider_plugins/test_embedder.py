@@ -6,7 +6,7 @@ import pytest
 
 from example_providers.embedder import HashingEmbedder
 from gateway.api import Embedder
-from tests.contracts.embedder_contract import EmbedderContract
+from gateway.contracts.embedder_contract import EmbedderContract
 
 
 class TestHashingEmbedderContract(EmbedderContract):

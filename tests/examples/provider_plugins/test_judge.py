@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from example_providers.judge import LeftoversJudge
-from tests.contracts.judge_contract import JudgeContract, defective_request
+from gateway.contracts.judge_contract import JudgeContract, defective_request
 
 
 class TestLeftoversJudgeContract(JudgeContract):

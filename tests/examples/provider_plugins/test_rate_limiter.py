@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from example_providers.rate_limiter import DictRateLimiter
-from tests.contracts.rate_limiter_contract import OpenLimiter, RateLimiterContract
+from gateway.contracts.rate_limiter_contract import OpenLimiter, RateLimiterContract
 
 
 class TestDictRateLimiterContract(RateLimiterContract):

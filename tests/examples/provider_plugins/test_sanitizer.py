@@ -6,7 +6,7 @@ import anyio
 
 from example_providers.sanitizer import EmailSanitizer
 from gateway.api import FieldKind, PlaceholderMap
-from tests.contracts.sanitizer_contract import SanitizerContract
+from gateway.contracts.sanitizer_contract import SanitizerContract
 
 
 class TestEmailSanitizerContract(SanitizerContract):

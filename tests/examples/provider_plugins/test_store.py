@@ -10,8 +10,8 @@ import pytest
 
 from example_providers.store import TimedStore
 from gateway.api import Migration
+from gateway.contracts.store_contract import OpenStore, StoreContract
 from gateway_plugins.stores.sqlite import SqliteStore
-from tests.contracts.store_contract import OpenStore, StoreContract
 
 
 class TestTimedStoreContract(StoreContract):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from example_providers.vector_store import MemoryVectorStore
-from tests.contracts.vector_store_contract import VectorStoreContract
+from gateway.contracts.vector_store_contract import VectorStoreContract
 
 
 class TestMemoryVectorStoreContract(VectorStoreContract):

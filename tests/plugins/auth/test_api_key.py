@@ -10,9 +10,9 @@ import anyio
 import pytest
 
 from gateway.api import NotFound, RelationalStore, ServiceUnavailable, Unauthenticated, ValidationFailed
+from gateway.contracts.auth_contract import AuthenticatorContract, Credential
 from gateway_plugins.auth.api_key import ApiKeyAuthenticator
 from gateway_plugins.auth.keys import parse_key
-from tests.contracts.auth_contract import AuthenticatorContract, Credential
 from tests.plugins.auth.material import Clock
 
 pytestmark = pytest.mark.anyio

@@ -12,10 +12,10 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.api import AUTH, Forbidden, ProviderContext, RelationalStore, Unauthenticated
+from gateway.contracts.auth_contract import AuthenticatorContract, Credential
 from gateway_plugins.auth import api_key, jwt_bearer
 from gateway_plugins.auth.chain import ChainAuthenticator, ChainConfig, build
 from gateway_plugins.stores.sqlite import SqliteStore
-from tests.contracts.auth_contract import AuthenticatorContract, Credential
 
 pytestmark = pytest.mark.anyio
 

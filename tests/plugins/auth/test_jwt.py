@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from gateway.api import Forbidden, Unauthenticated
+from gateway.contracts.auth_contract import AuthenticatorContract, Credential
 from gateway_plugins.auth.jwt_bearer import JwtAuthenticator
-from tests.contracts.auth_contract import AuthenticatorContract, Credential
 from tests.plugins.auth.material import SigningKey, write_jwks
 from tests.plugins.auth.tokens import SECRET, bearer, claims, forge, hs256, make, reason
 

@@ -16,11 +16,11 @@ from cryptography.hazmat.primitives import serialization
 from pydantic import ValidationError
 
 from gateway.api import STORE, ProviderContext, RelationalStore, ServiceUnavailable, Unauthenticated
+from gateway.contracts.auth_contract import AuthenticatorContract, Credential
 from gateway_plugins.auth.jwt_bearer import JwtAuthenticator, JwtConfig, build
 from gateway_plugins.auth.jwt_issuer import TokenIssuer
 from gateway_plugins.auth.jwt_keys import SigningKey as Signer
 from gateway_plugins.auth.refresh_tokens import REFRESH_TOKENS
-from tests.contracts.auth_contract import AuthenticatorContract, Credential
 from tests.plugins.auth.material import Clock, SigningKey, write_jwks
 from tests.plugins.auth.tokens import AUDIENCE, ISSUER, SECRET, bearer
 

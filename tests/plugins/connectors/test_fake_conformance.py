@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.contracts.connector_contract import full_sync
+from gateway.contracts.connector_contract import full_sync
 from tests.fakes.github import FakeGitHub
 from tests.fakes.hosted import Answer
 from tests.fakes.jira import FakeJira

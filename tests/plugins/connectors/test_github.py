@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.api import RateLimitExceeded, ServiceUnavailable, Unauthenticated
+from gateway.contracts.connector_contract import IncrementalConnectorContract, Seeded, full_sync
 from gateway_plugins.connectors.github import GitHubConfig, GitHubConnector
-from tests.contracts.connector_contract import IncrementalConnectorContract, Seeded, full_sync
 from tests.fakes.github import FakeGitHub, primary_limit, secondary_limit
 from tests.fakes.hosted import Scripted
 from tests.plugins.connectors.support import TOKEN, Sleeps

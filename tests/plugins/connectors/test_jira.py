@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.api import ServiceUnavailable, Unauthenticated
+from gateway.contracts.connector_contract import IncrementalConnectorContract, Seeded, full_sync
 from gateway_plugins.connectors.jira import JiraConfig, JiraConnector
-from tests.contracts.connector_contract import IncrementalConnectorContract, Seeded, full_sync
 from tests.fakes.hosted import Scripted
 from tests.fakes.jira import FakeJira, adf, rate_limited
 from tests.plugins.connectors.support import TOKEN, Sleeps

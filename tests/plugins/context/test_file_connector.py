@@ -11,8 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.api import Forbidden, NotFound, ValidationFailed
+from gateway.contracts.connector_contract import ConnectorContract, Seeded
 from gateway_plugins.context.file_connector import FileConnector, FileConnectorConfig
-from tests.contracts.connector_contract import ConnectorContract, Seeded
 
 pytestmark = [pytest.mark.anyio]
 

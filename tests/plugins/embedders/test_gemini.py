@@ -11,9 +11,9 @@ from pydantic import ValidationError
 from structlog.testing import capture_logs
 
 from gateway.api import Embedder, ProviderUnavailable
+from gateway.contracts.embedder_contract import EmbedderContract
 from gateway_plugins.embedders.config import GeminiEmbedderConfig
 from gateway_plugins.embedders.gemini import GeminiEmbedder
-from tests.contracts.embedder_contract import EmbedderContract
 from tests.fakes.gemini import FakeGemini, FakeResponse, fake_embedding
 
 pytestmark = pytest.mark.anyio

@@ -15,11 +15,11 @@ from structlog.testing import capture_logs
 from tokenizers import Tokenizer
 
 from gateway.api import Embedder, ProviderUnavailable
+from gateway.contracts.embedder_contract import EmbedderContract
 from gateway_plugins.embedders import local as local_module
 from gateway_plugins.embedders.config import Precision
 from gateway_plugins.embedders.local import LocalEmbedder, LocalEmbedderConfig
 from gateway_plugins.embedders.model_files import find_model_dir
-from tests.contracts.embedder_contract import EmbedderContract
 
 REFERENCE = Path(__file__).with_name("data") / "minilm_reference.json"
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from gateway.api import JUDGE, JudgeRequest, ProviderContext, ProviderUnavailable, ReviewFile, Sanitizer, rubric_score
+from gateway.contracts.judge_contract import DEFECTIVE_PYTHON, JudgeContract, defective_request
 from gateway_plugins.judges.gemini import GeminiJudge
 from gateway_plugins.judges.gemini_config import GeminiJudgeConfig
 from gateway_plugins.judges.plugin import _gemini
-from tests.contracts.judge_contract import DEFECTIVE_PYTHON, JudgeContract, defective_request
 from tests.fakes.gemini import FakeGemini, FakeResponse
 
 pytestmark = pytest.mark.anyio

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from gateway.api import PROCESS_CHARS, JudgeRequest, JudgeResult, ReviewFile, Sanitizer
+from gateway.contracts.judge_contract import DEFECTIVE_PYTHON, JudgeContract
 from gateway_plugins.judges.analysis import analyse_files
 from gateway_plugins.judges.findings import DELETE, REWRITE, LineEdit, apply_edits, choose
 from gateway_plugins.judges.fixes import edits_diff
 from gateway_plugins.judges.internal import InternalJudge, InternalJudgeConfig
 from gateway_plugins.judges.python_checks import cyclomatic_complexity
-from tests.contracts.judge_contract import DEFECTIVE_PYTHON, JudgeContract
 
 pytestmark = pytest.mark.anyio
 

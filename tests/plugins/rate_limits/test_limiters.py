@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from gateway_plugins.rate_limits.memory import MemoryRateLimiter
-from gateway_plugins.rate_limits.persistent import StoreRateLimiter
-from gateway_plugins.stores.postgres import PostgresStore
-from gateway_plugins.stores.sqlite import SqliteStore
-from tests.contracts.rate_limiter_contract import (
+from gateway.contracts.rate_limiter_contract import (
     DAILY,
     T0,
     OpenLimiter,
     PersistentRateLimiterContract,
     RateLimiterContract,
 )
+from gateway_plugins.rate_limits.memory import MemoryRateLimiter
+from gateway_plugins.rate_limits.persistent import StoreRateLimiter
+from gateway_plugins.stores.postgres import PostgresStore
+from gateway_plugins.stores.sqlite import SqliteStore
 
 
 class TestMemoryLimiter(RateLimiterContract):

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from gateway.api import RateLimitRule
+from gateway.contracts.rate_limiter_contract import T0
 from gateway_plugins.rate_limits.persistent import StoreRateLimiter
 from gateway_plugins.stores.postgres import PostgresStore
 from gateway_plugins.stores.sqlite import SqliteStore
-from tests.contracts.rate_limiter_contract import T0
 
 QUOTA = 100
 RULE = RateLimitRule(name="shared-quota", kind="daily", limit=QUOTA)

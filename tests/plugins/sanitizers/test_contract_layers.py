@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from gateway.api import Sanitizer
+from gateway.contracts.sanitizer_contract import SanitizerContract
 from gateway_plugins.sanitizers.contextual import ContextualSanitizer
 from gateway_plugins.sanitizers.patterns import PatternSanitizer
-from tests.contracts.sanitizer_contract import SanitizerContract
 
 
 class TestPatternsContract(SanitizerContract):
@@ -20,7 +20,7 @@ class TestContextualContract(SanitizerContract):
     def test_huge_input(self) -> None:
         # Alone, the contextual layer knows neither e-mails nor URL credentials (layer 1's); it must still
         # find the key assigned in the call.
-        from tests.contracts.sanitizer_contract import SECRETFUL, run
+        from gateway.contracts.sanitizer_contract import SECRETFUL, run
 
         text = (SECRETFUL + "\n" + "x" * 1000 + "\n") * 300
         result = run(self.make_sanitizer(), text)

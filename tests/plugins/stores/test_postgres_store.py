@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from gateway.api import Migration, ProviderContext, ProviderUnavailable
+from gateway.contracts.store_contract import ITEMS, OpenStore, StoreContract
 from gateway_plugins.stores.postgres import PostgresStore, PostgresStoreConfig, create_postgres_store
-from tests.contracts.store_contract import ITEMS, OpenStore, StoreContract
 
 pytestmark = pytest.mark.postgres
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from gateway.api import Migration, ProviderContext, ProviderUnavailable
+from gateway.contracts.store_contract import ITEMS, OpenStore, StoreContract
 from gateway_plugins.stores import sqlite as sqlite_module
 from gateway_plugins.stores.sqlite import SqliteStore, SqliteStoreConfig, create_sqlite_store
-from tests.contracts.store_contract import ITEMS, OpenStore, StoreContract
 
 
 class TestSqliteStoreContract(StoreContract):

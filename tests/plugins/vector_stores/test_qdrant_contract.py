@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from gateway.contracts.vector_store_contract import VectorStoreContract
 from gateway_plugins.vector_stores.qdrant import QdrantStore
 from gateway_plugins.vector_stores.qdrant_config import QdrantConfig
-from tests.contracts.vector_store_contract import VectorStoreContract
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Payload indexes have no effect in the local Qdrant:UserWarning"),

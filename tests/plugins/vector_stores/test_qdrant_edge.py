@@ -14,9 +14,9 @@ import qdrant_edge as qe
 from pydantic import ValidationError
 
 from gateway.api import VectorPoint
+from gateway.contracts.vector_store_contract import COLLECTION, DIM, make_points
 from gateway_plugins.vector_stores.common import StoreClosed
 from gateway_plugins.vector_stores.edge import QdrantEdgeConfig, QdrantEdgeStore, directory_name
-from tests.contracts.vector_store_contract import COLLECTION, DIM, make_points
 
 pytestmark = pytest.mark.anyio
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from gateway.contracts.vector_store_contract import VectorStoreContract
 from gateway_plugins.vector_stores.edge import QdrantEdgeConfig, QdrantEdgeStore
-from tests.contracts.vector_store_contract import VectorStoreContract
 
 
 class TestQdrantEdgeContract(VectorStoreContract):

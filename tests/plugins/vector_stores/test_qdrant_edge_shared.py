@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from gateway.api import VectorPoint
+from gateway.contracts.vector_store_contract import COLLECTION, DIM, make_points
 from gateway_plugins.vector_stores import edge_wire, local_socket
 from gateway_plugins.vector_stores.common import StoreClosed
 from gateway_plugins.vector_stores.edge import QdrantEdgeConfig
 from gateway_plugins.vector_stores.edge_shared import SharedEdgeStore
 from gateway_plugins.vector_stores.edge_wire import OwnerUnavailable
-from tests.contracts.vector_store_contract import COLLECTION, DIM, make_points
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from gateway.contracts.vector_store_contract import VectorStoreContract
 from gateway_plugins.vector_stores.edge_shared import SharedEdgeStore
-from tests.contracts.vector_store_contract import VectorStoreContract
 
 
 class TestSharedEdgeClientContract(VectorStoreContract):

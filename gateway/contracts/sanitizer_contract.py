@@ -1,6 +1,6 @@
 """The contract every :class:`gateway.api.Sanitizer` layer honours. Reusable by third-party plugins::
 
-    from tests.contracts.sanitizer_contract import SanitizerContract
+    from gateway.contracts.sanitizer_contract import SanitizerContract
 
     class TestMyLayer(SanitizerContract):
         def make_sanitizer(self):
@@ -13,12 +13,16 @@ layer 1 (sanitizing the output again finds nothing new).
 
 from __future__ import annotations
 
+import functools
+import tempfile
+
 import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.api import FieldKind, PlaceholderMap, SanitizedText, Sanitizer
-from gateway_plugins.sanitizers.patterns import PatternSanitizer
+from gateway.app import prepare
+from gateway.providers import ProviderHub
 
 SECRETFUL = (
     "Traceback (most recent call last):\n"
@@ -35,6 +39,16 @@ texts = st.lists(st.one_of(st.text(max_size=40), st.sampled_from(_FRAGMENTS)), m
 
 def run(layer: Sanitizer, text: str, kind: FieldKind = FieldKind.ERROR_MESSAGE) -> SanitizedText:
     return anyio.run(lambda: layer.sanitize(text, kind=kind, placeholders=PlaceholderMap()))
+
+
+@functools.cache
+def layer_one() -> Sanitizer:
+    """Layer 1 as a deployment has it: the installed ``patterns`` sanitizer, found through its entry point."""
+    loaded, plugins = prepare({"gateway": {"data_dir": _LAYER_ONE_HOME.name}})
+    return ProviderHub(loaded, plugins.registry).get("sanitizer", "patterns")
+
+
+_LAYER_ONE_HOME = tempfile.TemporaryDirectory(prefix="layer-one-")  # removed when the process ends
 
 
 class SanitizerContract:
@@ -70,7 +84,7 @@ class SanitizerContract:
     def test_output_is_clean_for_layer_one(self, text: str) -> None:
         layer = self.make_sanitizer()
         once = run(layer, text)
-        again = run(PatternSanitizer(), once.text)
+        again = run(layer_one(), once.text)
         new = [f for f in again.findings if once.text[f.start : f.end] not in text]
         assert not new, (once.text, new)
 

@@ -2,7 +2,7 @@
 
 Use it from a test module (a third-party plugin can run it against its own class)::
 
-    from tests.contracts.auth_contract import AuthenticatorContract, Credential
+    from gateway.contracts.auth_contract import AuthenticatorContract, Credential
 
     class TestMyAuth(AuthenticatorContract):
         @pytest.fixture

@@ -2,7 +2,7 @@
 
 Use it from a test module (a third-party judge runs it against its own class)::
 
-    from tests.contracts.judge_contract import JudgeContract
+    from gateway.contracts.judge_contract import JudgeContract
 
     class TestMyJudge(JudgeContract):
         @pytest.fixture
