@@ -59,6 +59,7 @@ from gateway.api.judges import (
     ReviewScope,
     Severity,
     rubric_score,
+    source_lines,
 )
 from gateway.api.markers import PROJECT_NAME, hookimpl
 from gateway.api.offload import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, sanitize_off_loop
@@ -288,6 +289,7 @@ __all__ = [
     "hookimpl",
     "off_loop",
     "rubric_score",
+    "source_lines",
     "sanitize_off_loop",
     "scrub_secrets",
 ]

@@ -49,6 +49,22 @@ def rubric_score(dimensions: Mapping[str, float]) -> int:
     raise ValueError("no dimension to score")
 
 
+def source_lines(text: str, *, keepends: bool = False) -> list[str]:
+    """``text``'s lines as git, editors and Python's parser number them: broken at ``\n`` only (a ``\r\n``
+    ending is one break). ``str.splitlines`` also breaks at form feeds, ``\x1c``-``\x1e``, ``\x85``,
+    ``\u2028`` and ``\u2029``, which would shift every line number after one. With ``keepends`` each line keeps
+    its ending; without, the ending (``\r`` of a ``\r\n`` included) is dropped."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if keepends:
+        kept = [line + "\n" for line in lines[:-1]]
+        return kept + [lines[-1]] if lines[-1] else kept
+    if not lines[-1]:
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 @dataclass(frozen=True)
 class ReviewFile:
     """One file under review.

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gateway.api import ReviewComment, Severity
+from gateway.api import ReviewComment, Severity, source_lines
 
 DEDUCTION: dict[str, int] = {"info": 2, "minor": 6, "major": 20, "blocking": 40}
 RULE_CAP: dict[str, int] = {"info": 6, "minor": 18, "major": 60, "blocking": 100}
@@ -93,7 +93,7 @@ def choose(edits: Iterable[LineEdit]) -> dict[int, LineEdit]:
 
 def apply_edits(content: str, chosen: dict[int, LineEdit]) -> str:
     """``content`` with the chosen edits applied."""
-    lines = content.splitlines(keepends=True)
+    lines = source_lines(content, keepends=True)
     out: list[str] = []
     for number, line in enumerate(lines, start=1):
         edit = chosen.get(number)

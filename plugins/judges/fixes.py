@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from gateway.api import source_lines
 from gateway_plugins.judges.findings import LineEdit, apply_edits, choose
 from gateway_plugins.judges.python_checks import undefined_names
 
@@ -29,7 +30,7 @@ def _line(prefix: str, text: str) -> str:
 def edits_diff(path: str, content: str, chosen: dict[int, LineEdit]) -> str:
     """The unified diff of ``chosen`` (line → edit) on ``content``: hunks with three lines of context, merged
     when they would overlap. Linear in the file size (no sequence matching: the edits say what changed)."""
-    old = content.splitlines(keepends=True)
+    old = source_lines(content, keepends=True)
     groups: list[list[int]] = []
     for number in sorted(chosen):
         if groups and number - groups[-1][-1] <= 2 * CONTEXT:

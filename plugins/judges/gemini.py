@@ -26,6 +26,7 @@ from gateway.api import (
     ReviewComment,
     Sanitizer,
     rubric_score,
+    source_lines,
 )
 from gateway_plugins.judges.gemini_config import GeminiJudgeConfig
 from gateway_plugins.judges.gemini_prompt import SYSTEM_INSTRUCTION, Answer, build_prompt, numbered
@@ -111,7 +112,7 @@ class GeminiJudge:
             answer = Answer.model_validate(json.loads(text))
         except ValueError as error:  # JSONDecodeError and pydantic's ValidationError are both ValueErrors
             return JudgeResult.abstain(self.name, f"malformed answer: {_reason(error)}")
-        sizes = {file.path: len(file.content.splitlines()) for file in request.files}
+        sizes = {file.path: len(source_lines(file.content)) for file in request.files}
         comments: list[ReviewComment] = []
         dropped = 0
         for item in answer.comments:

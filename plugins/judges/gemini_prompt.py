@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gateway.api import RUBRIC, JudgeRequest
+from gateway.api import RUBRIC, JudgeRequest, source_lines
 
 DimensionName = Literal["correctness", "security", "maintainability", "test_coverage", "style"]
 
@@ -67,7 +67,7 @@ class Answer(BaseModel):
 
 def numbered(content: str, start: int = 1) -> str:
     """``content`` with each line prefixed by its number, as the rubric asks the model to cite."""
-    return "".join(f"{number:>5}| {line}\n" for number, line in enumerate(content.splitlines(), start=start))
+    return "".join(f"{number:>5}| {line}\n" for number, line in enumerate(source_lines(content), start=start))
 
 
 def build_prompt(request: JudgeRequest, files: list[tuple[str, str, bool]], diff: str, budget: int) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from gateway.api import ReviewFile
+from gateway.api import ReviewFile, source_lines
 from gateway_plugins.judges.findings import DELETE, STRIP, Finding, LineEdit
 from gateway_plugins.judges.languages import CODE_LANGUAGES
 
@@ -35,7 +35,7 @@ def analyse_lines(
     """
     findings: list[Finding] = []
     edits: list[LineEdit] = []
-    lines = file.content.splitlines()
+    lines = source_lines(file.content)
     has_conflict = any(_CONFLICT_SIDE.match(line) for line in lines)
     code = language in CODE_LANGUAGES
     dominant = _dominant_indent(lines) if language not in _NO_INDENT_CHECK else None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pyflakes import checker as pyflakes_checker
 from pyflakes import messages as pyflakes_messages
 
-from gateway.api import ReviewFile, Severity
+from gateway.api import ReviewFile, Severity, source_lines
 from gateway_plugins.judges.findings import DELETE, REWRITE, Finding, LineEdit
 
 _UNDEFINED = (pyflakes_messages.UndefinedName, pyflakes_messages.UndefinedLocal, pyflakes_messages.UndefinedExport)
@@ -74,7 +74,7 @@ def analyse_python(file: ReviewFile, *, complexity_threshold: int, is_test: bool
     """Analyse one Python file. Findings outside ``file.changed_lines`` are dropped, except parse errors and
     undefined names (a change can break code it did not touch)."""
     report = PythonReport()
-    lines = file.content.splitlines()
+    lines = source_lines(file.content)
     try:
         tree = ast.parse(file.content, filename=file.path)
     except (SyntaxError, ValueError, RecursionError) as error:  # nested too deeply: Python cannot compile it either

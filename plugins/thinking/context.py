@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 
 import anyio.to_thread
 
-from gateway.api import ReviewFile
+from gateway.api import ReviewFile, source_lines
 from gateway_plugins.thinking import diffs, git
 from gateway_plugins.thinking.config import ContextLimits
 from gateway_plugins.thinking.session_config import SessionConfig
@@ -79,7 +79,11 @@ class ContextCollector:
             if applied.path in known:
                 index = known[applied.path]
                 existing = context.files[index]
-                lines = (existing.changed_lines or frozenset()) | (applied.changed_lines or frozenset())
+                lines = (  # None is the whole file: adding a diff's lines never narrows it
+                    None
+                    if existing.changed_lines is None or applied.changed_lines is None
+                    else existing.changed_lines | applied.changed_lines
+                )
                 context.files[index] = replace(existing, changed_lines=lines)
             else:
                 context.files.append(applied)
@@ -146,7 +150,7 @@ class ContextCollector:
         if text is None or not budget.admit(path, len(text.text)):
             return None
         if new_file:
-            changed = frozenset(range(1, len(text.text.splitlines()) + 1))
+            changed = frozenset(range(1, len(source_lines(text.text)) + 1))
         file = ReviewFile(path=path, content=text.text, changed_lines=changed, truncated=text.truncated)
         context.files.append(file)
         return file

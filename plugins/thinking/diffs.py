@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
 
+from gateway.api import source_lines
+
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_HEADER = re.compile(r"^diff --git (?P<rest>.+)$")
 _ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
@@ -206,7 +208,7 @@ def patch_problems(patches: list[FilePatch]) -> list[str]:
 
 def new_file_diff(path: str, content: str) -> str:
     """The diff that creates ``path`` with ``content`` (how untracked files enter the reviewed diff)."""
-    lines = content.splitlines(True)
+    lines = source_lines(content, keepends=True)
     if not lines:
         return f"diff --git a/{path} b/{path}\nnew file mode 100644\n"
     body = [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]

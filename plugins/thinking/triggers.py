@@ -16,7 +16,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-_FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}+|~{3,}+)(?P<info>[^`\n]*)$")
+from gateway.api import source_lines
+
+_FENCE_OPEN = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}+|~{3,}+)(?P<info>[^`\n]*)$")
 """Possessive: giving fence characters back to the info string can never help (``~~~...~``` would be quadratic)."""
 
 DIFF_HEADER = re.compile(r"^diff --git \S", re.MULTILINE)
@@ -86,8 +88,12 @@ class Fence:
 
 
 def fenced_blocks(text: str) -> list[Fence]:
-    """The fenced code blocks of a Markdown text (CommonMark fences; an unclosed fence runs to the end)."""
-    lines = text.splitlines()
+    """The fenced code blocks of a Markdown text (CommonMark fences; an unclosed fence runs to the end).
+
+    A fence indented by N spaces (one inside a list item: ``1. Add it:`` then the fence under the item's text) has
+    up to N spaces of indentation removed from each line of its body, as CommonMark does.
+    """
+    lines = source_lines(text)
     blocks: list[Fence] = []
     index = 0
     while index < len(lines):
@@ -95,13 +101,13 @@ def fenced_blocks(text: str) -> list[Fence]:
         if opening is None:
             index += 1
             continue
-        fence = opening.group("fence")
-        closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+        fence, indent = opening.group("fence"), len(opening.group("indent"))
+        closing = re.compile(rf"^ *{re.escape(fence[0])}{{{len(fence)},}}\s*$")
         body_start = index + 1
         end = body_start
         while end < len(lines) and not closing.match(lines[end]):
             end += 1
-        body = "\n".join(lines[body_start:end])
+        body = "\n".join(_dedent(line, indent) for line in lines[body_start:end])
         blocks.append(
             Fence(opening.group("info").strip(), body + "\n" if body else "", body_start + 1, end < len(lines))
         )
@@ -109,12 +115,17 @@ def fenced_blocks(text: str) -> list[Fence]:
     return blocks
 
 
+def _dedent(line: str, spaces: int) -> str:
+    kept = len(line) - len(line.lstrip(" "))
+    return line[min(kept, spaces) :]
+
+
 def outside_fences(text: str) -> str:
     """``text`` with every fenced block blanked out (line numbers are kept)."""
-    lines = text.splitlines()
+    lines = source_lines(text)
     for block in fenced_blocks(text):
         first = block.start_line - 2
-        last = block.start_line - 1 + len(block.body.splitlines()) + (1 if block.closed else 0)
+        last = block.start_line - 1 + len(source_lines(block.body)) + (1 if block.closed else 0)
         for number in range(max(first, 0), min(last, len(lines))):
             lines[number] = ""
     return "\n".join(lines)
@@ -128,7 +139,7 @@ def looks_like_code(text: str) -> bool:
     """Programming tokens: one strong construct, or two kinds of weak signal on two lines or more."""
     weak_kinds: set[str] = set()
     weak_lines = 0
-    for line in text.splitlines():
+    for line in source_lines(text):
         if not line.strip():
             continue
         if any(pattern.search(line) for pattern in _STRONG):

@@ -93,11 +93,16 @@ class Workspace:
 
     def confine(self, relative: str) -> Path:
         """The absolute path of ``relative``, refused when it is absolute, climbs out with ``..``, goes through
-        ``.git``, or resolves (through symlinks) outside the root."""
+        ``.git``, resolves (through symlinks) outside the root, or cannot name a file (a name too long, a NUL)."""
         problem = path_problem(relative)
         if problem:
             raise PathRefused(problem)
-        resolved = (self.root / relative).resolve()
+        try:
+            resolved = (self.root / relative).resolve()
+            resolved.exists()  # the OS's own refusals (ENAMETOOLONG, ELOOP...) surface here, not in the callers
+        except (OSError, ValueError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            raise PathRefused(f"{relative[:200]}: not a usable path ({reason})") from None
         if resolved != self.root and not resolved.is_relative_to(self.root):
             raise PathRefused(f"{relative}: resolves outside the workspace")
         if ".git" in resolved.relative_to(self.root).parts:

@@ -80,3 +80,21 @@ def test_fenced_blocks_are_parsed_as_commonmark_fences() -> None:
 def test_outside_fences_keeps_line_numbers() -> None:
     text = "a\n```py\nx\n```\nb"
     assert outside_fences(text) == "a\n\n\n\nb"
+
+
+def test_a_fence_inside_a_list_item_loses_the_item_indentation() -> None:
+    text = "Plan:\n1. Add the helper:\n   ```python\n   def add(a, b):\n       return a + b\n   ```\n2. Done."
+    (block,) = fenced_blocks(text)
+    assert (block.language, block.body, block.start_line, block.closed) == (
+        "python",
+        "def add(a, b):\n    return a + b\n",
+        4,
+        True,
+    )
+
+
+def test_only_newlines_break_lines() -> None:
+    text = 'intro\n```python\nSEP = "a\u2028b"\n\x0c\nx = 1\n```\nafter'
+    (block,) = fenced_blocks(text)
+    assert block.body == 'SEP = "a\u2028b"\n\x0c\nx = 1\n'
+    assert outside_fences(text) == "intro\n\n\n\n\n\nafter"

@@ -62,7 +62,7 @@ def test_the_weak_signals_decide_as_the_originals_did() -> None:
 
 
 def test_fences_open_where_they_opened() -> None:
-    fence = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
+    fence = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
     rng = random.Random(17)
     for _ in range(6000):
         line = "".join(rng.choice(["`", "~", " ", "py", "x"]) for _ in range(rng.randint(0, 12)))
