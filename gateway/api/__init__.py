@@ -289,7 +289,7 @@ __all__ = [
     "hookimpl",
     "off_loop",
     "rubric_score",
-    "source_lines",
     "sanitize_off_loop",
     "scrub_secrets",
+    "source_lines",
 ]
