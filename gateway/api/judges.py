@@ -59,7 +59,7 @@ def source_lines(text: str, *, keepends: bool = False) -> list[str]:
     lines = text.split("\n")
     if keepends:
         kept = [line + "\n" for line in lines[:-1]]
-        return kept + [lines[-1]] if lines[-1] else kept
+        return [*kept, lines[-1]] if lines[-1] else kept
     if not lines[-1]:
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
