@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway import __version__, mcp_adapter
 from gateway.api.errors import ConfigError
+from gateway.api.registry import AUTH
 from gateway.asgi_body import BodyTooLarge, buffered
 from gateway.http_auth import HttpAuth, describe_auth
 from gateway.http_errors import error_envelope
@@ -152,13 +153,16 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
     """The full HTTP application for a started runtime, to be bound on ``host`` (default: the configured one)."""
     t = runtime.loaded.config.transport
     host = host or t.host
-    if not is_loopback(host) and runtime.loaded.config.providers.auth == "none" and not t.allow_unauthenticated_remote:
-        raise ConfigError(
-            f"{runtime.loaded.source}: the bind host (--host or 'transport.host') is {host!r}, not loopback, but "
-            "'providers.auth' is 'none': configure api_key or jwt, or set transport.allow_unauthenticated_remote = true"
-        )
     _check_origins(runtime.loaded.source, t.allowed_origins)
     auth = describe_auth(runtime)
+    # "none" configured, or a member of a composite (a chain): a caller without credentials gets in
+    anonymous = runtime.loaded.config.providers.auth == "none" or "none" in runtime.providers.built(AUTH)
+    if not is_loopback(host) and anonymous and not t.allow_unauthenticated_remote:
+        raise ConfigError(
+            f"{runtime.loaded.source}: the bind host (--host or 'transport.host') is {host!r}, not loopback, but "
+            "the 'none' authenticator (in 'providers.auth' or among a chain's methods) lets callers in without "
+            "credentials: configure api_key or jwt only, or set transport.allow_unauthenticated_remote = true"
+        )
     rest = RestApi(runtime, auth) if t.rest else None
     hosts = allowed_hosts(t.allowed_hosts, host)
     origins = allowed_origins(t.allowed_origins)

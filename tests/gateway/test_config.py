@@ -174,6 +174,14 @@ BAD_CONFIGS: dict[str, tuple[str | dict[str, Any], str]] = {
         "List should have at least 1 item",
     ),
     "public bind without auth": ({"transport": {"host": "0.0.0.0"}}, "the bind host"),
+    "public bind with a chain that lets anyone in": (
+        {
+            "transport": {"host": "0.0.0.0"},
+            "providers": {"auth": "chain"},
+            "plugins": {"auth": {"chain": {"methods": ["api_key", "none"]}}},
+        },
+        "among a chain's methods",
+    ),
     "an origin that is not one": ({"transport": {"allowed_origins": ["*"]}}, "'transport.allowed_origins'"),
 }
 
