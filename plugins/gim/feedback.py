@@ -68,13 +68,20 @@ async def get_fix_bundle(core: GimCore, args: GetFixBundleInput, ctx: CallContex
     )
 
 
+def _segment(key: str) -> str:
+    """``key`` as one segment of a field path (escaped: two keys never share a path)."""
+    return key.replace("\\", "\\\\").replace(".", "\\.").replace(":", "\\:")
+
+
 def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    """(field path, text) of every string in a JSON value."""
+    """(field path, text) of every string in a JSON value, the keys of its objects included (a key can hold a
+    secret as well as a value can; a key's path ends in ``:key``)."""
     if isinstance(value, str):
         yield path, value
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield from _leaves(item, f"{path}.{key}")
+            yield f"{path}.{_segment(key)}:key", key
+            yield from _leaves(item, f"{path}.{_segment(key)}")
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _leaves(item, f"{path}.{index}")
@@ -84,7 +91,10 @@ def _rebuilt(value: Any, path: str, clean: dict[str, str]) -> Any:
     if isinstance(value, str):
         return clean[path]
     if isinstance(value, dict):
-        return {key: _rebuilt(item, f"{path}.{key}", clean) for key, item in value.items()}
+        return {
+            clean[f"{path}.{_segment(key)}:key"]: _rebuilt(item, f"{path}.{_segment(key)}", clean)
+            for key, item in value.items()
+        }
     if isinstance(value, list):
         return [_rebuilt(item, f"{path}.{index}", clean) for index, item in enumerate(value)]
     return value

@@ -3,6 +3,7 @@ is read back from the SQLite file after a submission, a search, a confirmation a
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -48,7 +49,14 @@ async def test_no_secret_of_any_tool_or_field_is_stored(data_dir: Path) -> None:
             "issue_id": master,
             "success": True,
             "notes": f"worked; password={PASSWORD} and {ANTHROPIC_KEY}, ask {EMAIL}",
-            "environment": {"token": GITHUB_TOKEN, "nested": {"who": EMAIL}, "versions": ["1.2", AWS_KEY]},
+            "environment": {
+                "token": GITHUB_TOKEN,
+                "nested": {"who": EMAIL},
+                "versions": ["1.2", AWS_KEY],
+                PASSWORD: "a key can hold a secret too",
+                "a.b": "dotted key",
+                "a": {"b": "nested key"},
+            },
             "session_id": f"sess {EMAIL}",
         }
         await call(client, "gim_confirm_fix", confirmed)
@@ -65,3 +73,4 @@ async def test_no_secret_of_any_tool_or_field_is_stored(data_dir: Path) -> None:
     for secret in (ANTHROPIC_KEY, GITHUB_TOKEN, AWS_KEY, EMAIL, PASSWORD):
         assert secret not in stored, secret
     assert "reported provider: acme <" in stored  # what was not secret in the field is kept
+    assert re.search(r'"a\.b": ?"dotted key"', stored) and re.search(r'"a": ?\{"b": ?"nested key"\}', stored)
