@@ -82,6 +82,14 @@ class GimConfig(BaseModel):
     candidate_pool: int = Field(
         20, ge=5, le=1000, description="Minimum items fetched per retrieval signal, and masters re-scored."
     )
+    search_pool: int = Field(
+        100,
+        ge=10,
+        le=10_000,
+        description="Candidates per retrieval signal a search ranks. Every page within the first search_pool / "
+        "oversampling results is a slice of one ranking (pages stay disjoint and total_results stays put); a deeper "
+        "page ranks a pool twice as large (or four times...).",
+    )
     lexical_weight: float = Field(0.5, ge=0.0, le=1.0, description="Share of BM25 in the hybrid relevance.")
     environment_boost: float = Field(
         0.05, ge=0.0, le=1.0, description="Relative boost per matching language/framework/os/provider/model."

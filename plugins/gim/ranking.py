@@ -4,8 +4,8 @@ Hybrid relevance of an item is ``(1 - w) * dense + w * lexical`` where ``dense``
 query's error signature with the item's, ``lexical`` the BM25 score over the signatures' tokens divided by the
 query's best possible score (clipped to 1), and ``w`` the configured ``lexical_weight``. An item that only one
 signal retrieved scores 0 for the other (conservative: it is not promoted on a guess). A master's relevance is
-its best item's (children lead to their master). The most relevant masters (``(offset + limit) x oversampling``,
-at least ``candidate_pool``) are then re-scored: those whose environment matches the caller's (language,
+its best item's (children lead to their master). The most relevant masters (as many as the search's pool, see
+:mod:`gateway_plugins.gim.search`) are then re-scored: those whose environment matches the caller's (language,
 framework, OS, provider, model) get ``1 + boost`` per match, and the ranking key is relevance x boost x
 confidence: the system design's "similarity x confidence", so confirmed fixes rise above unconfirmed ones of equal
 relevance.

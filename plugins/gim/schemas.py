@@ -15,10 +15,20 @@ field):
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from gateway_plugins.gim.models import EnvActionType, FixBundle, ModelInfo, UsageEventType
 
@@ -35,8 +45,44 @@ VERIFICATION_COUNT = (
 )
 
 
+_SHORT = 200
+"""Upper bound of a name-like field (a language, an OS, a model, a version)."""
+
+_ENVIRONMENT_JSON = 20_000
+"""Upper bound of a confirmation's free-form ``environment`` object, as JSON text."""
+
+_FUTURE_SKEW = timedelta(hours=1)
+"""How far ahead of this server's clock a reported event may be dated (clocks drift; the future has no events)."""
+
+Code = Annotated[str, StringConstraints(strip_whitespace=False)]
+"""Text kept exactly as sent: the indentation and last lines of code, a diff or a program's output matter."""
+
+ShortText = Annotated[str, StringConstraints(max_length=_SHORT)]
+
+
+def _without_nul(value: Any) -> Any:
+    """``value`` (a string, or strings inside lists and objects); refused when one holds U+0000, which no store
+    keeps (PostgreSQL text cannot) and no error message or code needs."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("must not contain the NUL character (U+0000)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _without_nul(key)
+            _without_nul(item)
+    elif isinstance(value, list):
+        for item in value:
+            _without_nul(item)
+    return value
+
+
 class _Input(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    @field_validator("*", mode="after")  # after: a nested input model checks its own fields, naming them
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        return _without_nul(value)
 
 
 def _top_level(name: str) -> Any:
@@ -79,9 +125,9 @@ class _FlatEnvironment(_Input):
 
 
 class SearchEnvironment(_Input):
-    language: str | None = None
-    framework: str | None = None
-    os: str | None = None
+    language: ShortText | None = None
+    framework: ShortText | None = None
+    os: ShortText | None = None
 
 
 class SearchIssuesInput(_FlatEnvironment):
@@ -89,7 +135,7 @@ class SearchIssuesInput(_FlatEnvironment):
     _environment_fields = ("language", "framework", "os")
 
     error_message: str = Field(min_length=1, max_length=_TEXT, description="The error message or stack trace")
-    model: str | None = Field(default=None, description="Model name (e.g., claude-3-opus-20240229)")
+    model: str | None = Field(default=None, max_length=_SHORT, description="Model name (e.g., claude-3-opus-20240229)")
     provider: SearchProvider | None = Field(
         default=None, description="Provider (e.g., anthropic, openai, google, meta, mistral)"
     )
@@ -141,31 +187,31 @@ class EnvActionInput(_Input):
 
 
 class ConstraintsInput(_Input):
-    working_versions: dict[str, str] = Field(default_factory=dict)
-    incompatible_with: list[str] = Field(default_factory=list)
-    required_environment: list[str] = Field(default_factory=list)
+    working_versions: dict[ShortText, ShortText] = Field(default_factory=dict, max_length=100)
+    incompatible_with: list[ShortText] = Field(default_factory=list, max_length=100)
+    required_environment: list[ShortText] = Field(default_factory=list, max_length=100)
 
 
 class VerificationInput(_Input):
     order: int | None = Field(default=None, ge=1)
     command: str = Field(max_length=_TEXT)
-    expected_output: str = Field(default="", max_length=_TEXT)
+    expected_output: Code = Field(default="", max_length=_TEXT)
 
 
 class FixBundleInput(_Input):
     env_actions: list[EnvActionInput] = Field(max_length=100)
     constraints: ConstraintsInput | None = None
     verification: list[VerificationInput] = Field(max_length=100)
-    code_fix: str | None = Field(default=None, max_length=_TEXT, description="The corrected code snippet")
-    patch_diff: str | None = Field(default=None, max_length=_TEXT, description="Unified diff of the fix")
+    code_fix: Code | None = Field(default=None, max_length=_TEXT, description="The corrected code snippet")
+    patch_diff: Code | None = Field(default=None, max_length=_TEXT, description="Unified diff of the fix")
 
 
 class SubmitEnvironment(_Input):
-    language: str | None = None
-    language_version: str | None = None
-    framework: str | None = None
-    framework_version: str | None = None
-    os: str | None = None
+    language: ShortText | None = None
+    language_version: ShortText | None = None
+    framework: ShortText | None = None
+    framework_version: ShortText | None = None
+    os: ShortText | None = None
 
 
 class SubmitIssueInput(_FlatEnvironment):
@@ -178,7 +224,7 @@ class SubmitIssueInput(_FlatEnvironment):
     error_message: str | None = Field(
         default=None, max_length=_TEXT, description="The actual error message or stack trace (will be sanitized)"
     )
-    code_snippet: str | None = Field(
+    code_snippet: Code | None = Field(
         default=None,
         max_length=_TEXT,
         description="Minimal code that reproduces the issue. MUST be sanitized: no secrets, no PII, no business "
@@ -221,6 +267,14 @@ class ConfirmFixInput(_Input):
     issue_id: str = Field(min_length=1, max_length=64, description="The master issue ID (UUID)")
     success: bool = Field(description="Whether the fix resolved the issue")
     environment: dict[str, Any] | None = Field(default=None, description="Environment where fix was applied")
+
+    @field_validator("environment")
+    @classmethod
+    def _environment_fits(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and len(json.dumps(value, ensure_ascii=False)) > _ENVIRONMENT_JSON:
+            raise ValueError(f"at most {_ENVIRONMENT_JSON} characters as JSON")
+        return value
+
     notes: str | None = Field(default=None, max_length=10_000, description="Optional notes about the fix attempt")
     session_id: str | None = Field(
         default=None, max_length=200, description="AI assistant session identifier for tracking"
@@ -247,9 +301,12 @@ class ReportUsageInput(_Input):
     def _representable_in_utc(cls, value: datetime) -> datetime:
         """Events are stored in UTC: ``0001-01-01T00:00:00+10:00`` is a valid RFC 3339 time with no UTC year."""
         try:
-            return value.astimezone(UTC)
+            value = value.astimezone(UTC)
         except OverflowError:
             raise ValueError("out of range: the time must fall between years 1 and 9999 in UTC") from None
+        if value > datetime.now(UTC) + _FUTURE_SKEW:
+            raise ValueError("in the future: give the time the event happened")
+        return value
 
 
 class ReportUsageOutput(BaseModel):

@@ -1,8 +1,10 @@
 """``gim_search_issues``: sanitise the query, embed it, retrieve, group by master, rank, paginate.
 
-Pagination is by offset over the ranked masters. Each signal retrieves ``max(candidate_pool, (offset + limit) x
-oversampling)`` items; the same number of most relevant masters is re-scored with confidence and environment
-(the spec's oversampling); ``total_results`` counts every master that passed the threshold among the candidates.
+Pagination is by offset over the ranked masters. Each signal retrieves ``search_pool`` items (doubled until it
+holds ``(offset + limit) x oversampling``, the spec's oversampling); the same number of most relevant masters is
+re-scored with confidence and environment; ``total_results`` counts every master that passed the threshold among
+the candidates. The pool does not depend on the page within the first ``search_pool / oversampling`` results, so
+those pages are slices of one ranking.
 """
 
 from __future__ import annotations
@@ -28,6 +30,15 @@ __all__ = ["search"]
 log = structlog.get_logger(__name__)
 
 
+def search_pool(base: int, wanted: int) -> int:
+    """The pool a search ranks: ``base``, doubled until it holds ``wanted`` candidates. A pool that depended on the
+    page itself would rank each page differently (items repeated on two pages, others on none)."""
+    pool = base
+    while pool < wanted:
+        pool *= 2
+    return pool
+
+
 async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> SearchIssuesOutput:
     text = await core.sanitization.sanitize_query(args.error_message)
     derived = await off_loop(partial(query_texts, text, hybrid=core.hybrid), size=len(text))
@@ -35,7 +46,7 @@ async def search(core: GimCore, args: SearchIssuesInput, ctx: CallContext) -> Se
         raise InsufficientData("The error message has nothing to search for.", details={"field": "error_message"})
     query_text, tokens = derived
     await core.ensure_embedders()
-    pool = max(core.config.candidate_pool, math.ceil((args.offset + args.limit) * core.config.oversampling))
+    pool = search_pool(core.config.search_pool, math.ceil((args.offset + args.limit) * core.config.oversampling))
     # The query embedding (the slow part, in a worker thread) runs while the lexical side is searched.
     skip = await core.incomplete_embedders()
     async with alongside(lambda: core.embeddings.embed_query(query_text, skip=skip)) as embedding:
