@@ -41,6 +41,18 @@ def test_roots_confine_each_tenant_to_its_own_directory(tmp_path: Path) -> None:
     assert _fields(TenantConnectorPolicy(), "acme", {"root": str(tmp_path)})  # no roots: none allowed
 
 
+def test_a_relative_root_is_refused_even_where_the_working_directory_is_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "repos").mkdir()
+    monkeypatch.chdir(tmp_path / "repos")  # the connector would read "." from the config's directory, elsewhere
+    policy = TenantConnectorPolicy(roots=[str(tmp_path / "repos")])
+    for root in (".", "app", "./app/.."):
+        (error,) = _fields(policy, "acme", {"root": root})
+        assert error["field"] == "connector_config.root" and "absolute path" in error["message"], root
+    policy.check("acme", {"root": str(tmp_path / "repos")})
+
+
 def test_secrets_and_urls_are_those_the_operator_lists() -> None:
     policy = TenantConnectorPolicy(secret_env=["ACME_*"], base_urls=["https://github.acme.example/api"])
     policy.check("acme", {"token": {"env": "ACME_GITHUB_TOKEN"}, "base_url": "https://github.acme.example/api/v3"})
