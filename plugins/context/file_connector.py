@@ -115,13 +115,19 @@ class _IgnoreRules:
 
     specs: dict[str, pathspec.PathSpec]
 
+    def __post_init__(self) -> None:
+        self._deepest_first = sorted(self.specs.items(), key=lambda item: -len(item[0].split("/")) if item[0] else 0)
+
     def ignored(self, rel: str, is_dir: bool) -> bool:
-        for base, spec in self.specs.items():
+        """As git decides: the deepest .gitignore with a pattern matching ``rel`` rules, and in that file its last
+        matching pattern (so a ``!keep.py`` below re-includes what a parent directory's ``*.py`` ignores)."""
+        for base, spec in self._deepest_first:
             if base and not (rel == base or rel.startswith(base + "/")):
                 continue
             sub = rel[len(base) + 1 :] if base else rel
-            if spec.match_file(sub + "/" if is_dir else sub):
-                return True
+            decision = spec.check_file(sub + "/" if is_dir else sub).include
+            if decision is not None:
+                return decision
         return False
 
 
@@ -302,10 +308,10 @@ class FileConnector:
             try:
                 for change in walk_entry.changes():
                     for item in change if isinstance(change, list) else [change]:
-                        name = (item.new.path or item.old.path or b"").decode("utf-8", "replace")
+                        name = _changed_path(item)
                         if name.startswith(prefix):
                             changed.append(name[len(prefix) :])
-            except (KeyError, AttributeError):
+            except KeyError:  # an object missing from a shallow clone: the paths read so far
                 pass
             entries.append(
                 HistoryEntry(
@@ -324,13 +330,24 @@ class FileConnector:
             self._repo = None
 
 
+def _changed_path(change: Any) -> str:
+    """The path a commit's change touched: the new one, or the old one of a deletion (whose new side is empty)."""
+    for side in (getattr(change, "new", None), getattr(change, "old", None)):
+        path = getattr(side, "path", None)
+        if path:
+            return path.decode("utf-8", "replace")
+    return ""
+
+
 def _binary(head: bytes) -> bool:
+    """``head`` (a file's first bytes, up to the sniff window) holds a NUL or is not UTF-8."""
     if b"\0" in head:
         return True
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return exc.start < len(head) - 4  # a multi-byte character cut by the sniff window is fine
+        cut_by_window = len(head) == _SNIFF_BYTES and exc.start >= len(head) - 4
+        return not cut_by_window  # a multi-byte character the window cut is fine; a whole file's end is not
     return False
 
 

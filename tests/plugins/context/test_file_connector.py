@@ -93,11 +93,16 @@ async def test_matches_git_check_ignore(tmp_path: Path) -> None:
             "docs/guide.md": "4",
             "top-only.txt": "5",
             "sub/top-only.txt": "6",
+            "sub/.gitignore": "!keep.gen.tmp\nlocal.txt\n",  # a deeper file overrides, both ways
+            "sub/keep.gen.tmp": "7",
+            "sub/drop.gen.tmp": "8",
+            "sub/local.txt": "9",
         },
     )
     git(root, "init", "-q")
     offered = {d.path for d in (await connector(root).scan()).documents}
-    for path in ["a.tmp", "keep.tmp", "docs/_build/x.html", "docs/guide.md", "top-only.txt", "sub/top-only.txt"]:
+    paths = ["a.tmp", "keep.tmp", "docs/_build/x.html", "docs/guide.md", "top-only.txt", "sub/top-only.txt"]
+    for path in [*paths, "sub/keep.gen.tmp", "sub/drop.gen.tmp", "sub/local.txt"]:
         ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=root).returncode == 0
         assert (path not in offered) == ignored, path
 
@@ -170,3 +175,23 @@ async def test_git_history_of_the_tree_and_of_one_file(tmp_path: Path) -> None:
     assert whole[0].author.startswith("Ada") and whole[0].paths == ("a.py",)
     assert [e.message for e in await instance.history("b.py", limit=10)] == ["PROJ-7: first"]
     assert await connector(make_tree(tmp_path / "plain", {"x.txt": "x"})).history(None) == []
+
+
+async def test_history_names_every_path_of_a_commit_that_deletes_a_file(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "repo", {"a.py": "a = 1\n", "b.py": "b = 1\n", "z.py": "z = 1\n"})
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    git(root, "rm", "-q", "b.py")
+    (root / "a.py").write_text("a = 2\n")
+    (root / "z.py").write_text("z = 2\n")
+    git(root, "commit", "-q", "-am", "drop b, edit a and z")
+    (newest,) = await connector(root).history("a.py", limit=1)
+    assert sorted(newest.paths) == ["a.py", "b.py", "z.py"]
+
+
+async def test_a_small_file_ending_in_invalid_utf8_is_skipped_as_binary(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "repo", {"latin1.py": "name = 'caf\xe9'\n".encode("latin-1"), "ok.py": "x = 1\n"})
+    result = await connector(root).scan()
+    assert [d.path for d in result.documents] == ["ok.py"]
+    assert {s.path: s.reason for s in result.skipped} == {"latin1.py": "binary"}
