@@ -105,6 +105,10 @@ class JobRunner:
                 continue  # alive here, even if a blocking call held its heartbeat back
             if self._dead(row["owner"]) or row["heartbeat_at"] < before:
                 await self.repo.update_job(self.store, row["id"], {"status": "interrupted"})
+                # one job runs per tenant at a time: a connector it left "indexing" is indexed by no one
+                await self.repo.release_indexing_connectors(
+                    self.store, tenant, f"indexing job {row['id']} was interrupted (its process ended)"
+                )
 
     async def active(self, tenant: str) -> dict[str, Any] | None:
         await self.expire_stale(tenant)

@@ -72,6 +72,14 @@ class Repository:
         sets = ", ".join(f"{key} = :{key}" for key in values)
         await db.execute(f"UPDATE ctx_connectors SET {sets} WHERE id = :id", {**values, "id": connector_id})
 
+    async def release_indexing_connectors(self, db: Db, tenant: str, reason: str) -> None:
+        """The tenant's connectors still marked ``indexing`` become ``stopped`` with ``reason`` (their job died)."""
+        await db.execute(
+            "UPDATE ctx_connectors SET status = 'stopped', last_error = :reason "
+            "WHERE tenant = :tenant AND status = 'indexing'",
+            {"tenant": tenant, "reason": reason},
+        )
+
     async def get_connector(self, db: Db, connector_id: str) -> dict[str, Any] | None:
         return await db.fetch_one(
             f"SELECT {_CONNECTOR_COLUMNS} FROM ctx_connectors WHERE id = :id", {"id": connector_id}

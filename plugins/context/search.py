@@ -220,8 +220,8 @@ async def _index_status(
     """Tell "nothing matches" apart from "nothing is indexed (yet)"."""
     if not connectors:
         return "no_connectors", "no connector is configured: add one with context.connector_management"
-    running = await service.repo.jobs_of(service.store, tenant, ACTIVE)  # one indexed read; status expires dead ones
-    active = running[0] if running else None
+    running = await service.repo.jobs_of(service.store, tenant, ACTIVE)  # one indexed read in the usual case
+    active = await service.jobs.active(tenant) if running else None  # a job whose process died is expired first
     if active is not None:
         progress = f"{active['completed']}/{active['total']}"
         return "indexing", f"an indexing job is running ({progress} documents); results may be incomplete"

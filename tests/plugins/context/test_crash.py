@@ -61,6 +61,10 @@ async def test_kill_9_mid_index_then_start_resumes(tmp_path: Path, data_dir: Pat
     before = _stored(data_dir)
     assert 0 < len(before) < FILES, "the kill did not land mid-job"
     async with running_gateway(context_config(), data_dir) as client:
+        searched = await call(client, "context.search", {"query": "function_7_3", "top_k": 1})
+        assert searched["query_metadata"]["index_status"] == "ready"  # the dead job is not reported as running
+        (big,) = (await call(client, "context.connector_management", {"action": "list"}))["connectors"]
+        assert big["status"] == "stopped" and "interrupted" in big["stats"]["last_error"]
         status = await call(client, "context.index_control", {"action": "status"})
         assert status["current_job"]["status"] == "interrupted"  # its heartbeat stopped with its process
         done = await index_and_wait(client)
