@@ -137,6 +137,22 @@ def _leading_comment_start(node: Any) -> int:
     return start + 1
 
 
+CROWDING_SLACK = 200
+"""Characters of other code a definition's lines may carry before its chunk keeps only its own text."""
+
+
+def _leaf_lines(node: Any, source: bytes, lines: list[str], start: int, end: int) -> list[str]:
+    """The lines ``start``-``end`` of a definition (its documentation above it included), or, when those lines
+    carry much other code (a minified bundle: thousands of functions on one line), the documentation lines and the
+    definition's own text. Each chunk then holds its own code: the file's chunks stay about as large as the file."""
+    body = lines[start - 1 : end]
+    own = source[node.start_byte : node.end_byte]
+    first = node.start_point[0] + 1
+    if sum(len(line) + 1 for line in lines[first - 1 : end]) <= len(own) + CROWDING_SLACK:
+        return body
+    return [*lines[start - 1 : first - 1], own.decode("utf-8", "replace")]
+
+
 def chunk_code(language: str, text: str) -> ChunkedFile:
     """Chunks and imports of a source file in one of the tree-sitter languages."""
     source = text.encode("utf-8")
@@ -162,7 +178,7 @@ def chunk_code(language: str, text: str) -> ChunkedFile:
     for index, definition in enumerate(ordered):
         start, end = spans[index]
         if definition.leaf:
-            body = lines[start - 1 : end]
+            body = _leaf_lines(definition.node, source, lines, start, end)
         else:  # a container: its own lines only (members have chunks of their own)
             body = [lines[i - 1] for i in range(start, end + 1) if owner[i] == index]
         chunks.append(

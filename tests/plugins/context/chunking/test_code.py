@@ -207,3 +207,18 @@ def test_docstrings_and_directives_are_not_message_literals() -> None:
     assert all("Module docs" not in s for c in chunked.chunks for s in c.strings)
     javascript = "'use strict';\n\nfunction fail(name) {\n  throw new Error('No such command ' + name);\n}\n"
     assert [s for c in chunk_file("lib/cmd.js", javascript).chunks for s in c.strings] == ["No such command {}"]
+
+
+def test_a_minified_line_gives_each_function_its_own_text() -> None:
+    text = "// bundled\nvar q=" + ";".join(f"function mini{i}(){{return {i}}}" for i in range(2000)) + ";\n"
+    chunks = chunk_file("bundle.min.js", text).chunks
+    by_symbol = {c.symbol: c for c in chunks}
+    assert by_symbol["mini1999"].content == "function mini1999(){return 1999}"
+    assert by_symbol["mini7"].start_line == by_symbol["mini7"].end_line == 2
+    assert sum(len(c.content) for c in chunks) < 2 * len(text)  # not one copy of the line per function
+
+
+def test_a_definition_sharing_its_line_with_a_little_code_keeps_the_line() -> None:
+    text = "x = 1; def f(): return 2\n"
+    (f,) = [c for c in chunk_file("m.py", text).chunks if c.symbol == "f"]
+    assert f.content == "x = 1; def f(): return 2"
