@@ -262,6 +262,10 @@ class GitHubConnector(HostedConnector):
     # -- the Connector protocol -----------------------------------------------------------------------------
 
     async def changes(self, cursor: str | None) -> ChangePage:
+        """Issues and pull requests updated since the last sync, oldest first. Pages follow the last item's update
+        time (``since``), not page numbers: an item edited during the sync moves to the end of the list, which
+        would shift later numbered pages by one and skip an item. Items of the boundary second come again (a
+        repeat is harmless); a page wholly inside one second is followed by its ``next`` link instead."""
         state = load_cursor(cursor)
         headers: dict[str, str] = {}
         if state.get("next"):
@@ -269,21 +273,28 @@ class GitHubConnector(HostedConnector):
         else:
             url = f"repos/{self.repo}/issues"
             params = {"state": "all", "sort": "updated", "direction": "asc", "per_page": self.config.per_page}
-            if state.get("since"):
-                params["since"] = state["since"]
+            if since := state.get("after") or state.get("since"):
+                params["since"] = since
             if state.get("etag") and state.get("etag_query") == str(sorted(params.items())):
                 headers["If-None-Match"] = state["etag"]
         response = await self._get(url, params=params, headers=headers or None)
         if response.status_code == 304:  # nothing changed since the last (empty) sync: it did not count
             return ChangePage(documents=[], cursor=dump_cursor(state), more=False)
         started = state.get("started") or iso(self.http.server_time(response))
-        items = [item for item in response.json() if self._wanted(item)]
+        page = response.json()
+        offered = set(state.get("offered", ()))  # the previous page's items of the boundary second
+        items = [item for item in page if self._wanted(item) and _at(item) not in offered]
         documents = [await self._document(item) for item in items]
-        found = int(state.get("found", 0)) + len(response.json())
+        found = int(state.get("found", 0)) + len(page)
         following = response.links.get("next", {}).get("url")
         if following:
-            next_state = {"since": state.get("since"), "started": started, "next": following, "found": found}
-            return ChangePage(documents=documents, cursor=dump_cursor(next_state), more=True)
+            going = {"since": state.get("since"), "started": started, "found": found}
+            last = iso(parse_time(page[-1].get("updated_at"))) if page else None
+            if last is not None and last > (state.get("after") or ""):
+                going |= {"after": last, "offered": [_at(item) for item in page if _at(item).endswith(last)]}
+            else:  # the whole page shares one second: the next page of this very query
+                going |= {"after": state.get("after"), "next": following}
+            return ChangePage(documents=documents, cursor=dump_cursor(going), more=True)
         if found == 0 and params is not None:  # the same question next time: ask it conditionally
             done = {"since": state.get("since"), "etag": response.headers.get("etag")}
             done["etag_query"] = str(sorted(params.items()))
@@ -305,3 +316,8 @@ class GitHubConnector(HostedConnector):
 def github_connector_factory(context: ProviderContext) -> GitHubConnector:
     assert isinstance(context.config, GitHubConfig)
     return GitHubConnector(context.config)
+
+
+def _at(item: dict[str, Any]) -> str:
+    """An item's number and update time (``"12@2025-03-01T10:00:00Z"``): what a page boundary compares."""
+    return f"{item.get('number')}@{iso(parse_time(item.get('updated_at')))}"

@@ -89,16 +89,46 @@ async def test_a_sync_reads_issues_and_pull_requests_with_comments_and_files(
     assert sent.headers["accept"] == "application/vnd.github+json"
 
 
-async def test_pagination_follows_link_headers(fake_github: FakeGitHub, token_env: str) -> None:
+async def test_pages_follow_the_last_items_update_time(fake_github: FakeGitHub, token_env: str) -> None:
     seed(fake_github)
     github = connector(fake_github, token_env)
     pages = await full_sync(github)
     await github.aclose()
-    assert len(pages) == 3 and [p.more for p in pages] == [True, True, False]
+    assert [p.more for p in pages] == [True] * (len(pages) - 1) + [False]
     listed = [r for r in fake_github.requests if r.path.endswith("/issues")]
-    assert [r.query.get("page") for r in listed] == [None, "2", "3"]
-    assert listed[1].path == f"/repositories/{fake_github.repo_id}/issues"  # the Link URL, as GitHub writes it
+    since = [r.query.get("since") for r in listed]
+    assert since[0] is None and since[1:] == sorted(set(since[1:])) and len(since) == len(pages)
     assert all(r.query["sort"] == "updated" and r.query["direction"] == "asc" for r in listed)
+    offered = [d.path for p in pages for d in p.documents]
+    assert len(offered) == len(set(offered)) == 5  # the boundary item asked for again is not offered twice
+
+
+async def test_an_item_edited_during_a_sync_moves_no_other_out_of_it(fake_github: FakeGitHub, token_env: str) -> None:
+    for number in range(1, 7):
+        fake_github.add_issue(number, f"Issue {number}", f"body {number}", updated=T0 + timedelta(hours=number))
+    github = connector(fake_github, token_env)
+    first = await github.changes(None)
+    fake_github.edit(1, body="edited", at=T0 + timedelta(days=1))  # numbered pages would now all shift by one
+    rest = await full_sync(github, first.cursor)
+    await github.aclose()
+    offered = {d.path for page in [first, *rest] for d in page.documents}
+    assert offered == {f"octo/shop/issues/{n}" for n in range(1, 7)}
+
+
+async def test_a_page_within_one_second_is_followed_by_its_link(fake_github: FakeGitHub, token_env: str) -> None:
+    for number in range(1, 6):
+        fake_github.add_issue(number, f"Issue {number}", None, updated=T0)
+    github = connector(fake_github, token_env)
+    pages = await full_sync(github)
+    await github.aclose()
+    listed = [r for r in fake_github.requests if r.path.endswith("/issues")]
+    # the second ask (since that second) brings the same page: then its numbered pages
+    assert [(r.query.get("since"), r.query.get("page")) for r in listed][1:] == [
+        ("2025-03-01T09:00:00Z", None),
+        ("2025-03-01T09:00:00Z", "2"),
+        ("2025-03-01T09:00:00Z", "3"),
+    ]
+    assert sorted(d.path for p in pages for d in p.documents) == [f"octo/shop/issues/{n}" for n in range(1, 6)]
 
 
 async def test_the_next_sync_asks_only_since_the_last_and_a_quiet_repository_costs_a_304(
@@ -131,7 +161,7 @@ async def test_an_interrupted_sync_resumes_at_the_page_it_stopped_at(
     seed(fake_github)
     github = connector(fake_github, token_env, sleeps, max_retries=2)
     first = await github.changes(None)
-    fake_github.script(*[Scripted(500, {"message": "Server Error"}, match="/repositories/")] * 3)
+    fake_github.script(*[Scripted(500, {"message": "Server Error"}, match="/issues")] * 3)
     with pytest.raises(ServiceUnavailable):
         await github.changes(first.cursor)
     assert len(sleeps.waits) == 2  # two backoffs between three attempts
@@ -139,7 +169,7 @@ async def test_an_interrupted_sync_resumes_at_the_page_it_stopped_at(
     rest = await full_sync(github, first.cursor)
     await github.aclose()
     listed = [r for r in fake_github.requests if r.path.endswith("/issues")]
-    assert [r.query.get("page") for r in listed] == ["2", "3"]  # page 1 is not asked again
+    assert [r.query.get("since") for r in listed][0] == "2025-03-01T11:00:00Z"  # page 1 is not asked again
     offered = [d.path for d in first.documents] + [d.path for p in rest for d in p.documents]
     assert sorted(offered) == sorted(set(offered)) and len(offered) == 5
 
