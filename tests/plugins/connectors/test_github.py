@@ -169,7 +169,7 @@ async def test_an_interrupted_sync_resumes_at_the_page_it_stopped_at(
     rest = await full_sync(github, first.cursor)
     await github.aclose()
     listed = [r for r in fake_github.requests if r.path.endswith("/issues")]
-    assert [r.query.get("since") for r in listed][0] == "2025-03-01T11:00:00Z"  # page 1 is not asked again
+    assert listed[0].query.get("since") == "2025-03-01T11:00:00Z"  # page 1 is not asked again
     offered = [d.path for d in first.documents] + [d.path for p in rest for d in p.documents]
     assert sorted(offered) == sorted(set(offered)) and len(offered) == 5
 
