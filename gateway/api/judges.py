@@ -50,10 +50,12 @@ def rubric_score(dimensions: Mapping[str, float]) -> int:
 
 
 def source_lines(text: str, *, keepends: bool = False) -> list[str]:
-    """``text``'s lines as git, editors and Python's parser number them: broken at ``\n`` only (a ``\r\n``
-    ending is one break). ``str.splitlines`` also breaks at form feeds, ``\x1c``-``\x1e``, ``\x85``,
-    ``\u2028`` and ``\u2029``, which would shift every line number after one. With ``keepends`` each line keeps
-    its ending; without, the ending (``\r`` of a ``\r\n`` included) is dropped."""
+    """``text``'s lines as git and editors number them (and patches count them): broken at ``\n`` only (a
+    ``\r\n`` ending is one break). ``str.splitlines`` also breaks at form feeds, ``\x1c``-``\x1e``, ``\x85``,
+    ``\u2028`` and ``\u2029``, which would shift every line number after one. Python's parser also breaks at a
+    lone ``\r`` (old Mac files): a check that looks lines up by ``ast`` line numbers should not assume they exist.
+    With ``keepends`` each line keeps its ending; without, the ending (``\r`` of a ``\r\n`` included) is
+    dropped."""
     if not text:
         return []
     lines = text.split("\n")

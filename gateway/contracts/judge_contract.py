@@ -25,7 +25,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from gateway.api import RUBRIC, SEVERITIES, Judge, JudgeRequest, JudgeResult, ReviewFile
+from gateway.api import RUBRIC, SEVERITIES, Judge, JudgeRequest, JudgeResult, ReviewFile, source_lines
 
 DEFECTIVE_PYTHON = """\
 import os
@@ -113,7 +113,7 @@ class JudgeContract:
     @pytest.mark.anyio
     async def test_comments_cite_reviewed_lines(self, judge: Judge, request_under_review: JudgeRequest) -> None:
         result = await judge.review(request_under_review)
-        sizes = {file.path: len(file.content.splitlines()) for file in request_under_review.files}
+        sizes = {file.path: len(source_lines(file.content)) for file in request_under_review.files}
         for comment in result.comments:
             assert comment.path in sizes, comment
             assert 1 <= comment.line <= sizes[comment.path], comment

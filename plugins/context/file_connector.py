@@ -114,13 +114,18 @@ class _IgnoreRules:
     """gitignore specs by the directory (root-relative, '' for the root) whose .gitignore they came from."""
 
     specs: dict[str, pathspec.PathSpec]
+    veto: pathspec.PathSpec | None = None
+    """The connector's own ``exclude`` patterns: what they match is skipped whatever a .gitignore re-includes."""
 
     def __post_init__(self) -> None:
         self._deepest_first = sorted(self.specs.items(), key=lambda item: -len(item[0].split("/")) if item[0] else 0)
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         """As git decides: the deepest .gitignore with a pattern matching ``rel`` rules, and in that file its last
-        matching pattern (so a ``!keep.py`` below re-includes what a parent directory's ``*.py`` ignores)."""
+        matching pattern (so a ``!keep.py`` below re-includes what a parent directory's ``*.py`` ignores). The
+        operator's ``exclude`` comes first: a repository's own files cannot re-include what it names."""
+        if self.veto is not None and self.veto.match_file(rel + "/" if is_dir else rel):
+            return True
         for base, spec in self._deepest_first:
             if base and not (rel == base or rel.startswith(base + "/")):
                 continue
@@ -146,7 +151,7 @@ class FileConnector:
     # -- rules -------------------------------------------------------------------------------------------------
 
     def _load_rules(self) -> _IgnoreRules:
-        lines_by_dir: dict[str, list[str]] = {"": list(self.config.exclude)}
+        lines_by_dir: dict[str, list[str]] = {"": []}
         if self.config.respect_gitignore:
             lines_by_dir[""] += _read_lines(self.root / ".git" / "info" / "exclude")
             for directory, dirnames, filenames in os.walk(self.root):
@@ -156,7 +161,8 @@ class FileConnector:
                     key = "" if rel == "." else rel
                     lines_by_dir.setdefault(key, []).extend(_read_lines(Path(directory) / ".gitignore"))
         return _IgnoreRules(
-            {key: pathspec.GitIgnoreSpec.from_lines(lines) for key, lines in lines_by_dir.items() if lines}
+            {key: pathspec.GitIgnoreSpec.from_lines(lines) for key, lines in lines_by_dir.items() if lines},
+            pathspec.GitIgnoreSpec.from_lines(self.config.exclude) if self.config.exclude else None,
         )
 
     def _classify(self, rel: str, full: Path, rules: _IgnoreRules) -> SkipReason | None:

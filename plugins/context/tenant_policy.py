@@ -70,7 +70,11 @@ class TenantConnectorPolicy(BaseModel):
                 return None
             return f"connectors added over the API may only name the environment variables {_SECTION} secret_env allows"
         if key == "root" and isinstance(value, str):
-            if not Path(value).expanduser().is_absolute():  # the connector reads it from the config's directory
+            try:
+                absolute = Path(value).expanduser().is_absolute()
+            except (RuntimeError, ValueError):  # ~nosuchuser: no home directory to expand
+                absolute = False
+            if not absolute:  # the connector reads a relative root from the config's directory
                 return f"connectors added over the API must give root as an absolute path inside {_SECTION} roots"
             return (
                 None

@@ -80,7 +80,11 @@ class GimConfig(BaseModel):
     score_threshold: float = Field(0.2, ge=0.0, le=1.0, description="Minimum relevance of a search result.")
     oversampling: float = Field(2.0, ge=1.0, le=20.0, description="Candidates fetched per result slot.")
     candidate_pool: int = Field(
-        20, ge=5, le=1000, description="Minimum items fetched per retrieval signal, and masters re-scored."
+        20,
+        ge=5,
+        le=1000,
+        description="Duplicate detection: the closest error signatures (and lexical candidates) a submission is "
+        "compared with.",
     )
     search_pool: int = Field(
         100,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from dataclasses import dataclass, field
 
@@ -70,10 +71,16 @@ def undefined_names(source: str) -> set[str] | None:
     return {str(m.message_args[0]) for m in found if isinstance(m, _UNDEFINED)}
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
 def analyse_python(file: ReviewFile, *, complexity_threshold: int, is_test: bool) -> PythonReport:
     """Analyse one Python file. Findings outside ``file.changed_lines`` are dropped, except parse errors and
     undefined names (a change can break code it did not touch)."""
     report = PythonReport()
+    if _LONE_CR.search(file.content):  # Python numbers lines at a lone \r, git and the edits do not: no agreement
+        report.note = f"{file.path}: lines end in lone carriage returns (old Mac style); Python checks were skipped"
+        return report
     lines = source_lines(file.content)
     try:
         tree = ast.parse(file.content, filename=file.path)

@@ -102,7 +102,9 @@ def fenced_blocks(text: str) -> list[Fence]:
             index += 1
             continue
         fence, indent = opening.group("fence"), len(opening.group("indent"))
-        closing = re.compile(rf"^ *{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+        # CommonMark: a closing fence is indented at most three spaces past its opening (a fence further in, in a
+        # docstring's Markdown example say, is the block's own text)
+        closing = re.compile(rf"^ {{0,{indent + 3}}}{re.escape(fence[0])}{{{len(fence)},}}\s*$")
         body_start = index + 1
         end = body_start
         while end < len(lines) and not closing.match(lines[end]):

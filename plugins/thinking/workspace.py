@@ -99,8 +99,8 @@ class Workspace:
             raise PathRefused(problem)
         try:
             resolved = (self.root / relative).resolve()
-            resolved.exists()  # the OS's own refusals (ENAMETOOLONG, ELOOP...) surface here, not in the callers
-        except (OSError, ValueError) as error:
+            resolved.exists()  # the OS's own refusals (ENAMETOOLONG...) surface here, not in the callers
+        except (OSError, ValueError, RuntimeError) as error:  # RuntimeError: a symlink loop (Python 3.11's resolve)
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             raise PathRefused(f"{relative[:200]}: not a usable path ({reason})") from None
         if resolved != self.root and not resolved.is_relative_to(self.root):

@@ -195,3 +195,13 @@ async def test_a_small_file_ending_in_invalid_utf8_is_skipped_as_binary(tmp_path
     result = await connector(root).scan()
     assert [d.path for d in result.documents] == ["ok.py"]
     assert {s.path: s.reason for s in result.skipped} == {"latin1.py": "binary"}
+
+
+async def test_a_repositorys_gitignore_cannot_re_include_what_the_operator_excludes(tmp_path: Path) -> None:
+    root = make_tree(
+        tmp_path / "repo",
+        {"app.py": "x = 1\n", "certs/.gitignore": "*\n!.gitignore\n!*.pem\n", "certs/server.pem": "-----BEGIN\n"},
+    )
+    result = await connector(root, exclude=["*.pem"]).scan()
+    assert [d.path for d in result.documents] == ["app.py"]
+    assert {s.path: s.reason for s in result.skipped}["certs/server.pem"] == "ignored"

@@ -133,3 +133,8 @@ def test_a_policy_narrowed_later_holds_at_the_next_index_job(tmp_path: Path) -> 
         info = api.ok("GET", "/connectors/file-shop", "acme")
     assert info["status"] == "error" and "connector_config.root" in info["stats"]["last_error"]
     assert info["stats"]["documents_indexed"] == 6  # refused before reading: what was indexed stays
+
+
+def test_a_root_naming_an_unknown_users_home_is_refused(tmp_path: Path) -> None:
+    (error,) = _fields(TenantConnectorPolicy(roots=[str(tmp_path)]), "acme", {"root": "~nosuchuser-zz/repo"})
+    assert error["field"] == "connector_config.root" and "absolute path" in error["message"]

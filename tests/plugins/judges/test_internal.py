@@ -370,3 +370,10 @@ async def test_code_nested_too_deeply_to_parse_is_a_parse_error() -> None:
     deep = ReviewFile("pkg/deep.py", "def f():\n    return " + "a+" * 40_000 + "a\n")
     result = await judge().review(request(deep))
     assert at(result, "parse-error") == [1] and result.score is not None
+
+
+async def test_python_with_lone_carriage_returns_is_noted_not_misnumbered() -> None:
+    source = "import os\rtry:\r    x = 1\rexcept:\r    pass\r"  # Python numbers 5 lines here, git and patches 1
+    result = await judge().review(request(ReviewFile("mac.py", source)))
+    assert not at(result, "bare-except") and not at(result, "unused-import")
+    assert result.notes is not None and "lone carriage returns" in result.notes

@@ -98,3 +98,9 @@ def test_only_newlines_break_lines() -> None:
     (block,) = fenced_blocks(text)
     assert block.body == 'SEP = "a\u2028b"\n\x0c\nx = 1\n'
     assert outside_fences(text) == "intro\n\n\n\n\n\nafter"
+
+
+def test_a_fence_further_in_than_three_spaces_is_the_blocks_text() -> None:
+    code = 'def render(md):\n    """Render markdown, e.g.\n\n    ```\n    **bold**\n    ```\n    """\n    return md\n'
+    (block,) = fenced_blocks(f"Helper:\n```python\n{code}```\ndone")
+    assert block.body == code and block.closed

@@ -190,3 +190,11 @@ async def test_apply_fixes_outside_a_repository(tmp_path: Path) -> None:
     diff = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
     assert await auditor(tmp_path)._apply(diff, AuditContext(), warnings) == ["m.py"]
     assert (tmp_path / "m.py").read_text() == "x = 2\n" and warnings == []
+
+
+def test_a_symlink_loop_is_refused_as_a_path(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    for path in ("a", "a/x.py"):
+        with pytest.raises(PathRefused, match="not a usable path"):
+            Workspace(tmp_path, max_file_bytes=1000).confine(path)
