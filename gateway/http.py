@@ -156,12 +156,14 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
     _check_origins(runtime.loaded.source, t.allowed_origins)
     auth = describe_auth(runtime)
     # "none" configured, or a member of a composite (a chain): a caller without credentials gets in
-    anonymous = runtime.loaded.config.providers.auth == "none" or "none" in runtime.providers.built(AUTH)
+    configured = runtime.loaded.config.providers.auth
+    anonymous = configured == "none" or "none" in runtime.providers.built(AUTH)
     if not is_loopback(host) and anonymous and not t.allow_unauthenticated_remote:
+        which = "'providers.auth' is 'none'" if configured == "none" else f"the {configured!r} authenticator uses 'none'"
         raise ConfigError(
             f"{runtime.loaded.source}: the bind host (--host or 'transport.host') is {host!r}, not loopback, but "
-            "the 'none' authenticator (in 'providers.auth' or among a chain's methods) lets callers in without "
-            "credentials: configure api_key or jwt only, or set transport.allow_unauthenticated_remote = true"
+            f"{which}, which lets callers in without credentials: configure api_key or jwt only, or set "
+            "transport.allow_unauthenticated_remote = true"
         )
     rest = RestApi(runtime, auth) if t.rest else None
     hosts = allowed_hosts(t.allowed_hosts, host)

@@ -2,13 +2,13 @@
 
 GitHub REST API, version ``2022-11-28`` (sent as ``X-GitHub-Api-Version``). A sync lists
 ``GET /repos/{owner}/{repo}/issues?state=all&sort=updated&direction=asc&since=...`` (pull requests come in that
-list too), following ``Link: rel="next"``; for each item it reads ``/issues/{n}/comments`` and, for a pull request,
+list too), each page asked ``since`` the last item's update time (see :meth:`GitHubConnector.changes`); for each item it reads ``/issues/{n}/comments`` and, for a pull request,
 ``/pulls/{n}`` (branch names, merged or not), ``/pulls/{n}/files`` and ``/pulls/{n}/comments`` (review comments).
 
 Incremental: the next sync asks ``since`` the server time (``Date``) of the first page of the last sync that found
 something; a sync that found nothing keeps its ``since`` and sends the page's ``ETag`` as ``If-None-Match``, so an
 unchanged repository costs one ``304`` (which GitHub does not count against the rate limit). Mid-sync the cursor
-holds the next page's URL, so a resumed sync does not ask again for pages it stored.
+holds where the next page starts, so a resumed sync does not ask again for pages it stored.
 
 Rate limits: ``Retry-After`` is honoured (429, and 403 secondary limits); ``x-ratelimit-remaining: 0`` waits until
 ``x-ratelimit-reset``, before the next request too; a secondary limit without either waits one minute, as GitHub's

@@ -180,7 +180,7 @@ BAD_CONFIGS: dict[str, tuple[str | dict[str, Any], str]] = {
             "providers": {"auth": "chain"},
             "plugins": {"auth": {"chain": {"methods": ["api_key", "none"]}}},
         },
-        "among a chain's methods",
+        "the 'chain' authenticator uses 'none'",
     ),
     "an origin that is not one": ({"transport": {"allowed_origins": ["*"]}}, "'transport.allowed_origins'"),
 }

@@ -244,7 +244,8 @@ async def test_an_interrupted_sync_resumes_without_duplicates_and_asks_only_for_
             per_page=2,
             max_retries=0,
         )
-        fake_github.script(Scripted(502, {"message": "Bad Gateway"}, match="/repositories/"))  # page 2 of the list
+        fake_github.comment(3, "Seen on mobile too", at=T0 + timedelta(days=2))  # read with issue 3, on page 2
+        fake_github.script(Scripted(502, {"message": "Bad Gateway"}, match="/issues/3/comments"))
         status = await index_and_wait(client)
         assert status["status"] == "completed" and connector_id in status["current_job"]["error"]
         service = client.runtime.packs["context"].service
@@ -253,7 +254,7 @@ async def test_an_interrupted_sync_resumes_without_duplicates_and_asks_only_for_
         fake_github.requests.clear()
         await index_and_wait(client)
         listing = [r for r in fake_github.requests if r.path.endswith("/issues")]
-        assert [r.query.get("page") for r in listing] == ["2", "3"]  # page 1 is not asked again
+        assert listing[0].query.get("since")  # resumed after page 1, not asked from the start
         rows = await service.store.fetch_all("SELECT id, path FROM ctx_files")
         paths = [r["path"] for r in rows]
         assert len(paths) == len(set(paths)) == 5
