@@ -159,7 +159,9 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
     configured = runtime.loaded.config.providers.auth
     anonymous = configured == "none" or "none" in runtime.providers.built(AUTH)
     if not is_loopback(host) and anonymous and not t.allow_unauthenticated_remote:
-        which = "'providers.auth' is 'none'" if configured == "none" else f"the {configured!r} authenticator uses 'none'"
+        which = (
+            "'providers.auth' is 'none'" if configured == "none" else f"the {configured!r} authenticator uses 'none'"
+        )
         raise ConfigError(
             f"{runtime.loaded.source}: the bind host (--host or 'transport.host') is {host!r}, not loopback, but "
             f"{which}, which lets callers in without credentials: configure api_key or jwt only, or set "

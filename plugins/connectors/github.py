@@ -2,8 +2,9 @@
 
 GitHub REST API, version ``2022-11-28`` (sent as ``X-GitHub-Api-Version``). A sync lists
 ``GET /repos/{owner}/{repo}/issues?state=all&sort=updated&direction=asc&since=...`` (pull requests come in that
-list too), each page asked ``since`` the last item's update time (see :meth:`GitHubConnector.changes`); for each item it reads ``/issues/{n}/comments`` and, for a pull request,
-``/pulls/{n}`` (branch names, merged or not), ``/pulls/{n}/files`` and ``/pulls/{n}/comments`` (review comments).
+list too), each page asked ``since`` the last item's update time (see :meth:`GitHubConnector.changes`); for each
+item it reads ``/issues/{n}/comments`` and, for a pull request, ``/pulls/{n}`` (branch names, merged or not),
+``/pulls/{n}/files`` and ``/pulls/{n}/comments`` (review comments).
 
 Incremental: the next sync asks ``since`` the server time (``Date``) of the first page of the last sync that found
 something; a sync that found nothing keeps its ``since`` and sends the page's ``ETag`` as ``If-None-Match``, so an
