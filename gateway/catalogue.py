@@ -16,7 +16,7 @@ import structlog
 
 from gateway.api.errors import ConfigError
 from gateway.api.resources import Prompt, Resource, ResourceTemplate
-from gateway.api.tools import Tool, ToolPack
+from gateway.api.tools import MAX_TOOL_NAME, Tool, ToolPack
 from gateway.json_schemas import CompiledSchema, compile_schema
 from gateway.metrics import GatewayMetrics, ToolMetrics
 from gateway.tool_schemas import input_schema, output_schema
@@ -98,6 +98,9 @@ class Catalogue:
     def _add(self, pack_name: str, pack: ToolPack, prefix: str, *, strict: bool) -> None:
         for tool in pack.tools():
             full = prefix + tool.name
+            if tool.upstream is None and len(full) > MAX_TOOL_NAME:
+                self._clash(strict, f"[packs.prefix] makes {full!r} longer than a tool name may be ({MAX_TOOL_NAME})")
+                continue
             if full in self.tools:
                 taken = self.tools[full]
                 message = (

@@ -187,7 +187,7 @@ def _config_option(func: Callable[..., Any]) -> Callable[..., Any]:
 @cli.command()
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default=None)
 @click.option("--host", default=None, help="HTTP bind address (default from config: 127.0.0.1).")
-@click.option("--port", type=int, default=None, help="HTTP port (0 picks a free one).")
+@click.option("--port", type=click.IntRange(0, 65535), default=None, help="HTTP port (0 picks a free one).")
 @_config_option
 @click.pass_obj
 def serve(env: CliEnvironment, transport: str | None, host: str | None, port: int | None) -> None:
@@ -210,9 +210,9 @@ def serve(env: CliEnvironment, transport: str | None, host: str | None, port: in
                     else:
 
                         def ready(bound: int, stop: Callable[[], None]) -> None:
-                            click.echo(
-                                f"listening on http://{host or runtime.loaded.config.transport.host}:{bound}", err=True
-                            )
+                            bound_host = host or runtime.loaded.config.transport.host
+                            shown = f"[{bound_host}]" if ":" in bound_host else bound_host  # an IPv6 address
+                            click.echo(f"listening on http://{shown}:{bound}", err=True)
                             shutdown.stop_gracefully_with(stop)
 
                         await shutdown.serve(
@@ -337,6 +337,10 @@ def config_check(env: CliEnvironment, start: bool) -> None:
 
         async def main() -> int:
             async with env.running_runtime() as runtime:
+                if cfg.transport.kind == "http":  # what only the HTTP front checks (public bind, origins)
+                    from gateway.http import build_http_app
+
+                    build_http_app(runtime)
                 return len(runtime.catalogue.tools)
 
         count = _run(main)

@@ -44,11 +44,16 @@ class GatewaySection(_Section):
     inside ``async def``); 0 turns the watch off."""
 
 
+_OTHER_ROUTES = ("/health", "/metrics", "/.well-known/", "/api/", "/auth/")
+"""Paths the HTTP front serves itself (the liveness probe, metrics, discovery documents, REST, the token issuer)."""
+
+
 class TransportSection(_Section):
     kind: Literal["stdio", "http"] = "stdio"
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=0, le=65535)
     path: str = "/mcp"
+    """Where MCP is served: an absolute path that is none of the gateway's other routes."""
     allowed_hosts: list[str] = Field(default_factory=list)
     """Host headers accepted besides the loopback ones (DNS-rebinding protection)."""
     allowed_origins: list[str] = Field(default_factory=list)
@@ -64,6 +69,19 @@ class TransportSection(_Section):
     metrics: Literal["private", "public", "off"] = "private"
     """``GET /metrics`` (Prometheus): behind authentication like every other route (``private``), open to anyone
     who can reach the port (``public``, for a scraper on a private network), or not served (``off``)."""
+    shutdown_grace_seconds: float = Field(10.0, ge=0)
+    """On ``SIGTERM``/``SIGINT``, how long requests in flight (and clients' open event streams) may run before they
+    are cancelled and the gateway stops."""
+
+    @field_validator("path")
+    @classmethod
+    def _own_path(cls, path: str) -> str:
+        if not path.startswith("/") or any(c in path for c in "?#") or any(c.isspace() for c in path):
+            raise ValueError("an absolute URL path such as '/mcp' (no query, fragment or spaces)")
+        taken = next((r for r in _OTHER_ROUTES if path == r.rstrip("/") or path.startswith(r.rstrip("/") + "/")), None)
+        if taken is not None:  # the public routes skip authentication: MCP there would be served to anyone
+            raise ValueError(f"{path!r} is taken by the gateway's own route {taken!r}; choose another (default '/mcp')")
+        return path
 
 
 class RestTierSize(_Section):
@@ -86,10 +104,21 @@ class RestSection(_Section):
     ``search = { limit = 100, period_seconds = 60 }``."""
 
 
+def _once_each(names: list[str]) -> list[str]:
+    if repeated := sorted({name for name in names if names.count(name) > 1}):
+        raise ValueError(f"names {', '.join(map(repr, repeated))} more than once")
+    return names
+
+
 class PacksSection(_Section):
     enabled: list[str] = Field(default_factory=list)
-    prefix: dict[str, str] = Field(default_factory=dict)
-    """Optional prefix per pack, prepended to each of its tool names."""
+    prefix: dict[str, Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{0,64}$")]] = Field(default_factory=dict)
+    """Optional prefix per pack, prepended to each of its tool names (characters a tool name may hold)."""
+
+    @field_validator("enabled")
+    @classmethod
+    def _each_pack_once(cls, names: list[str]) -> list[str]:
+        return _once_each(names)
 
 
 class InterceptorRef(_Section):
@@ -107,10 +136,8 @@ class ProvidersSection(_Section):
 
     @field_validator("embedder")
     @classmethod
-    def _each_embedder_once(cls, chain: list[str]) -> list[str]:
-        if repeated := sorted({name for name in chain if chain.count(name) > 1}):
-            raise ValueError(f"names {', '.join(map(repr, repeated))} more than once")
-        return chain
+    def _each_embedder_once(cls, names: list[str]) -> list[str]:
+        return _once_each(names)
 
     embedder_retry_seconds: float = Field(30.0, ge=0)
     """After an embedder fails, skip it for this long before trying it again."""

@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway import __version__, mcp_adapter
-from gateway.api.errors import ConfigError
+from gateway.api.errors import ConfigError, GatewayError
 from gateway.api.registry import AUTH
 from gateway.asgi_body import BodyTooLarge, buffered
 from gateway.http_auth import HttpAuth, describe_auth
@@ -212,7 +212,15 @@ async def serve_http(
     t = runtime.loaded.config.transport
     host = host or t.host
     app = build_http_app(runtime, host)
-    config = uvicorn.Config(app, host=host, port=t.port if port is None else port, log_config=None, lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=t.port if port is None else port,
+        log_config=None,
+        lifespan="on",
+        # a client's open event stream (GET) would otherwise hold the stop until the client hangs up
+        timeout_graceful_shutdown=t.shutdown_grace_seconds,
+    )
     server = uvicorn.Server(config)
     if not capture_signals:
         server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
@@ -226,4 +234,12 @@ async def serve_http(
 
         server.startup = startup  # type: ignore[method-assign]
     log.info("serving MCP over HTTP", host=host, port=config.port, path=t.path)
-    await server.serve()
+    try:
+        await server.serve()
+    except SystemExit:  # uvicorn exits when it cannot bind (it logged the reason)
+        if server.started:
+            raise
+        raise GatewayError(
+            f"cannot listen on {host}:{config.port}: the address is in use or not available here (see the log line "
+            "before this one)"
+        ) from None

@@ -64,7 +64,9 @@ class ToolResult:
     is_error: bool = False
 
 
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+MAX_TOOL_NAME = 128
+"""The longest tool name MCP clients accept (the protocol's convention: 1 to 128 of ``A-Za-z0-9_.-``)."""
+_TOOL_NAME = re.compile(rf"^[A-Za-z0-9_.-]{{1,{MAX_TOOL_NAME}}}$")
 
 
 def _is_async(handler: Any) -> bool:

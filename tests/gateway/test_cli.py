@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -167,11 +168,17 @@ def test_serve_failures_are_one_line_not_a_traceback(tmp_path: Path) -> None:
     remote.write_text('[transport]\nkind = "http"\nhost = "0.0.0.0"\n')
     binary = tmp_path / "binary.toml"
     binary.write_bytes(b"\xff\xfe[packs]\n")
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    busy = tmp_path / "busy.toml"
+    busy.write_text(f'[transport]\nkind = "http"\nport = {taken.getsockname()[1]}\n')
     env = {**os.environ, "MCP_GATEWAY_DATA_DIR": str(tmp_path / "data")}
     for config, expected in (
         (bad, "not valid TOML"),
         (remote, "'providers.auth' is 'none'"),
         (binary, "not UTF-8 text"),
+        (busy, f"Error: cannot listen on 127.0.0.1:{taken.getsockname()[1]}"),
     ):
         done = subprocess.run(
             [sys.executable, "-m", "gateway", "--config", str(config), "serve"],
@@ -183,6 +190,19 @@ def test_serve_failures_are_one_line_not_a_traceback(tmp_path: Path) -> None:
         )
         assert done.returncode == 1, done.stderr
         assert expected in done.stderr and "Traceback" not in done.stderr, done.stderr
+    taken.close()
+
+
+def test_config_check_start_runs_the_http_fronts_checks(tmp_path: Path) -> None:
+    public = tmp_path / "public.toml"
+    public.write_text('[transport]\nkind = "http"\nhost = "0.0.0.0"\n[packs]\nenabled = ["hello"]\n')
+    result = CliRunner().invoke(cli, ["--config", str(public), "config", "check", "--start"])
+    assert result.exit_code == 1 and "'providers.auth' is 'none'" in result.output, result.output
+
+
+def test_a_port_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--config", _config(tmp_path), "serve", "--port", "70000"])
+    assert result.exit_code == 2 and "70000 is not in the range 0<=x<=65535" in result.output
 
 
 def test_indent_must_be_a_small_non_negative_number(tmp_path: Path) -> None:

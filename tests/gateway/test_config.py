@@ -183,6 +183,11 @@ BAD_CONFIGS: dict[str, tuple[str | dict[str, Any], str]] = {
         "the 'chain' authenticator uses 'none'",
     ),
     "an origin that is not one": ({"transport": {"allowed_origins": ["*"]}}, "'transport.allowed_origins'"),
+    "MCP on the public health route": ({"transport": {"path": "/health"}}, "'transport.path'"),
+    "MCP under the discovery documents": ({"transport": {"path": "/.well-known/mcp"}}, "'transport.path'"),
+    "a relative MCP path": ({"transport": {"path": "mcp"}}, "'transport.path'"),
+    "a prefix a tool name cannot hold": ({"packs": {"prefix": {"gim": "bad name!"}}}, "'packs.prefix.gim'"),
+    "a pack enabled twice": ({"packs": {"enabled": ["gim", "gim"]}}, "'packs.enabled'"),
 }
 
 
