@@ -43,6 +43,8 @@ class LineSink(Protocol):
 
 MAX_LINE_BYTES = 256 * 1024 * 1024
 """Longest message line accepted on stdin (the reader buffers one line at a time)."""
+TOO_LONG = f"(a line longer than {MAX_LINE_BYTES} bytes)\n"
+"""What the reader yields for a line too long to take: not JSON, so it is answered with a parse error."""
 _CLOSE_SECONDS = 2.0
 """How long closing waits for the last output to reach a client that stopped reading."""
 
@@ -57,10 +59,28 @@ class PipeLines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._reader.readline()
+        try:
+            line = await self._reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:  # the last line, without its newline
+            line = end.partial
+        except asyncio.LimitOverrunError as overrun:  # longer than MAX_LINE_BYTES: skipped, answered as not JSON
+            await self._skip_line(overrun.consumed)
+            return TOO_LONG
         if not line:
             raise StopAsyncIteration
         return line.decode("utf-8", errors="replace")
+
+    async def _skip_line(self, buffered: int) -> None:
+        """Drop the rest of a line that is too long, keeping what follows it."""
+        while True:
+            await self._reader.readexactly(buffered)
+            try:
+                await self._reader.readuntil(b"\n")
+                return
+            except asyncio.LimitOverrunError as overrun:
+                buffered = overrun.consumed
+            except asyncio.IncompleteReadError:
+                return
 
 
 class _FlowControl(asyncio.Protocol):

@@ -3,11 +3,14 @@ for regular files, exercised in a real child process."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+from gateway.stdio_pipes import TOO_LONG, PipeLines
 
 _CHILD = textwrap.dedent(
     """
@@ -66,3 +69,14 @@ def test_devices_the_event_loop_cannot_watch_are_read_as_files() -> None:
         )
     assert done.returncode == 0, done.stderr.decode()
     assert "Operation not permitted" not in done.stderr.decode()
+
+
+def test_a_line_longer_than_the_limit_is_skipped_and_the_next_is_read() -> None:
+    async def main() -> list[str]:
+        reader = asyncio.StreamReader(limit=16)
+        reader.feed_data(b"x" * 40 + b"\n" + b'{"ok": 1}\n' + b"y" * 100)  # found past the limit; never found
+        reader.feed_data(b"z" * 50 + b"\nlast")
+        reader.feed_eof()
+        return [line async for line in PipeLines(reader)]
+
+    assert asyncio.run(main()) == [TOO_LONG, '{"ok": 1}\n', TOO_LONG, "last"]

@@ -29,6 +29,9 @@ BROKEN = {  # the line sent → (the id answered, the JSON-RPC code, text in the
     '{"jsonrpc": "2.0", "id": 9, "method": 7}': (9, -32600, "method: Input should be a valid string"),
     '{"jsonrpc": "1.0", "id": "q", "method": "ping"}': ("q", -32600, "jsonrpc: Input should be '2.0'"),
     '{"id": 10}': (10, -32600, "not a JSON-RPC 2.0 request, notification or response"),
+    '{"jsonrpc": "2.0", "id": null, "method": "ping"}': (None, -32600, "id is a string or an integer, not null"),
+    '{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}': (None, -32600, "id is a string or an integer, not a number"),
+    '{"jsonrpc": "2.0", "id": true, "method": "ping"}': (None, -32600, "id is a string or an integer, not a boolean"),
 }
 SIGNALS = [signal.SIGTERM, signal.SIGINT]
 
