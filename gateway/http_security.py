@@ -35,11 +35,12 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.api.context import Principal
-from gateway.api.errors import Forbidden, InternalError, ToolError, Unauthenticated
+from gateway.api.errors import Forbidden, InternalError, ToolError, Unauthenticated, ValidationFailed
 from gateway.asgi_body import buffered
 from gateway.http_auth import HttpAuth
 from gateway.http_errors import error_envelope, tool_error_detail
 from gateway.runtime import GatewayRuntime
+from gateway.wire import message_problem
 
 log = structlog.get_logger(__name__)
 
@@ -176,6 +177,9 @@ class SecurityMiddleware:
             await self._refuse(err, scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal
+        if message is not None and (problem := message_problem(message)):  # the SDK: a pydantic dump, or silence
+            await self._refuse(ValidationFailed(f"Invalid Request: {problem}"), scope, receive, send)
+            return
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() not in self.secret_headers]
         if path == self.mcp_path and self.auth.enabled:
             send = self._track_session(scope, headers.get("mcp-session-id"), principal, send)

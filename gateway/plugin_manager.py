@@ -14,12 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
+import structlog
 from pydantic import BaseModel
 
 from gateway import hookspecs
 from gateway.api.errors import GatewayError, PluginError
 from gateway.api.markers import PROJECT_NAME
 from gateway.api.registry import InterceptorFactory, PackFactory, ProviderFactory
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -149,12 +152,16 @@ def create_plugin_manager(
 
     ``extra_plugins`` registers in-code plugins by name (tests use it; deployments use entry points).
     """
-    blocked = set(blocked)
+    blocked, extra_plugins = set(blocked), list(extra_plugins)
     pm = pluggy.PluginManager(PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     for name in blocked:
         pm.set_blocked(name)
     entry_points = _entry_points_by_name()
+    if unknown := sorted(blocked - set(entry_points) - {name for name, _ in extra_plugins}):
+        log.warning(  # a typo would leave the plugin it meant loaded
+            "[gateway] block names no installed plugin", names=unknown, installed=sorted(entry_points)
+        )
     for name, ep in sorted(entry_points.items()):
         if pm.is_blocked(name):
             continue

@@ -185,6 +185,18 @@ def json_kind(value: Any) -> str:
     return "a string" if isinstance(value, str) else "null"
 
 
+def message_problem(value: Any) -> str | None:
+    """Why a decoded JSON value is not a message the gateway can answer, or None (the SDK checks the rest): a batch
+    or a scalar, or a request whose id is null, a fraction or a boolean (it would read as a notification, and
+    nothing would answer it; MCP request ids are strings or integers)."""
+    if not isinstance(value, dict):
+        return f"a message is a JSON object, not {json_kind(value)}"
+    rpc_id = value.get("id")
+    if "method" in value and "id" in value and (not isinstance(rpc_id, str | int) or isinstance(rpc_id, bool)):
+        return f"id: a request's id is a string or an integer, not {json_kind(rpc_id)}"
+    return None
+
+
 def message_kind(message: dict[str, Any]) -> str | None:
     """Which JSON-RPC message ``message`` tries to be (the SDK model whose errors explain what is wrong)."""
     if "method" in message:

@@ -250,16 +250,20 @@ def line_error(line: str) -> mt.JSONRPCError | None:
         message = mt.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
-    else:
-        return _id_error(line) if isinstance(message, mt.JSONRPCNotification) and '"id"' in line else None
+    else:  # a request whose id is not one reads as a notification: the SDK would answer nothing
+        if (
+            isinstance(message, mt.JSONRPCNotification)
+            and '"id"' in line
+            and (problem := wire.message_problem(json.loads(line)))
+        ):
+            return _rpc_error(None, mt.INVALID_REQUEST, f"Invalid Request: {problem}")
+        return None
     if any(error["type"] == "json_invalid" for error in errors):
         reason = errors[0]["msg"].removeprefix("Invalid JSON: ")
         return _rpc_error(None, mt.PARSE_ERROR, f"Parse error: the line is not JSON ({reason})")
     value = json.loads(line)
     if not isinstance(value, dict):
-        return _rpc_error(
-            None, mt.INVALID_REQUEST, f"Invalid Request: a message is a JSON object, not {wire.json_kind(value)}"
-        )
+        return _rpc_error(None, mt.INVALID_REQUEST, f"Invalid Request: {wire.message_problem(value)}")
     rpc_id = value.get("id")
     rpc_id = rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
     branch = wire.message_kind(value)
@@ -270,19 +274,6 @@ def line_error(line: str) -> mt.JSONRPCError | None:
     ]
     detail = "; ".join(problems[:3]) or "not a JSON-RPC 2.0 request, notification or response"
     return _rpc_error(rpc_id, mt.INVALID_REQUEST, f"Invalid Request: {detail}")
-
-
-def _id_error(line: str) -> mt.JSONRPCError | None:
-    """A request whose ``id`` is null, a fraction or a boolean reads as a notification (nothing would answer it);
-    MCP requests carry a string or integer id, never null."""
-    value = json.loads(line)
-    if "id" not in value:
-        return None
-    return _rpc_error(
-        None,
-        mt.INVALID_REQUEST,
-        f"Invalid Request: id: a request's id is a string or an integer, not {wire.json_kind(value['id'])}",
-    )
 
 
 def _rpc_error(rpc_id: str | int | None, code: int, message: str) -> mt.JSONRPCError:

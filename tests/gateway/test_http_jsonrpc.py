@@ -161,3 +161,23 @@ def test_error_bodies_are_rewritten_once() -> None:
         None,
         None,
     ]
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        ('[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', "not an array (batches are not supported)"),
+        ("5", "not a number"),
+        ('{"jsonrpc": "2.0", "id": null, "method": "ping"}', "a request's id is a string or an integer, not null"),
+        ('{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', "a request's id is a string or an integer, not a number"),
+    ],
+)
+def test_a_body_that_is_no_message_is_an_invalid_request(
+    served: tuple[str, dict[str, str]], body: str, text: str
+) -> None:
+    base, headers = served
+    sent = {**headers, **ACCEPT, "Content-Type": "application/json"}
+    error = _rpc_error(httpx.post(f"{base}/mcp", content=body, headers=sent), 400, None, JSONRPC_INVALID_REQUEST)
+    assert error["message"] == f"Invalid Request: {text}" or text in error["message"], error
+    refused = httpx.post(f"{base}/mcp", content=body, headers={**ACCEPT, "Content-Type": "application/json"})
+    assert refused.status_code == 401  # authentication comes first

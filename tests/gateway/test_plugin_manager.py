@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from structlog.testing import capture_logs
 
 from gateway.api import ConfigError, PluginError, ToolPack, hookimpl
 from gateway.plugin_manager import create_plugin_manager
@@ -43,6 +44,13 @@ def test_a_blocked_plugin_disappears():
     assert "hello" not in names and "thinking" not in names
     assert "hello" not in plugins.registry.packs and "thinking" not in plugins.registry.packs
     assert "gim" in plugins.registry.packs
+
+
+def test_blocking_a_name_no_plugin_has_is_a_warning():
+    with capture_logs() as logs:
+        create_plugin_manager(blocked=["helo", "hello"])
+    (warning,) = [e for e in logs if e["event"] == "[gateway] block names no installed plugin"]
+    assert warning["names"] == ["helo"] and "hello" in warning["installed"]
 
 
 def test_a_misspelled_hook_fails_loudly():
