@@ -206,7 +206,7 @@ def serve(env: CliEnvironment, transport: str | None, host: str | None, port: in
                     started = True
                     kind = transport or runtime.loaded.config.transport.kind
                     if kind == "stdio":
-                        await shutdown.serve(lambda: mcp_adapter.serve_stdio(runtime, shutdown.stop_gracefully_with))
+                        await shutdown.serve(lambda: mcp_adapter.serve_stdio(runtime))
                     else:
 
                         def ready(bound: int, stop: Callable[[], None]) -> None:

@@ -2,10 +2,10 @@
 close, so stores are flushed and closed), then the process ends the way the signal would have ended it.
 
 Without this, ``SIGTERM`` killed the process on the spot (stores left unflushed, SQLite WALs uncheckpointed), and a
-stdio server whose stdin stayed open had no other way to stop. The first signal stops serving gracefully: uvicorn
-finishes the requests in flight, and a stdio session stops reading and lets its calls in flight finish and be
-answered, both within ``transport.shutdown_grace_seconds``, after which what still runs is cancelled (transactions
-roll back). A second stop signal ends the process at once, for an operator whose shutdown hangs.
+stdio server whose stdin stayed open had no other way to stop. The first signal stops serving: gracefully where the
+transport can (uvicorn finishes the requests in flight), otherwise by cancelling it (an MCP stdio session: calls in
+flight are cancelled, their transactions roll back). A second stop signal ends the process at once, for an operator
+whose shutdown hangs.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -149,22 +149,17 @@ def build_server(runtime: GatewayRuntime, *, in_process: bool = False) -> Server
     return server
 
 
-async def serve_stdio(runtime: GatewayRuntime, on_serving: Callable[[Callable[[], None]], None] | None = None) -> None:
-    """Serve MCP over this process's stdin/stdout until the client closes the stream, ``stop()`` is called (handed
-    to ``on_serving`` once serving), or the task is cancelled. At the end of input and at ``stop()``, the calls in
-    flight get ``transport.shutdown_grace_seconds`` to finish and be answered before what still runs is cancelled."""
+async def serve_stdio(runtime: GatewayRuntime) -> None:
+    """Serve MCP over this process's stdin/stdout until the client closes the stream (or the task is cancelled)."""
     server = build_server(runtime)
     exchange = ModernCallExchange(server, runtime, json_response=True)
     async with stdio_pipes() as (lines, sink), anyio.create_task_group() as calls:
         # Direct answers need the pipe writer (whole lines on the event loop, which the SDK's writer shares); a
         # regular file written through a worker thread gets the SDK's answers only.
         fast = FastStdioCalls(runtime, exchange, sink, calls) if isinstance(sink, PipeWriter) else None
-        grace = runtime.loaded.config.transport.shutdown_grace_seconds
-        checked = CheckedLines(lines, fast, in_flight=lambda: bool(runtime.calls_in_flight), grace_seconds=grace)
+        checked = CheckedLines(lines, fast)
         async with stdio_server(checked, sink) as (read_stream, write_stream):  # type: ignore[arg-type]
             checked.answer_through(write_stream)
-            if on_serving is not None:
-                on_serving(checked.stop)
             await server.run(read_stream, write_stream, server.create_initialization_options())
         if fast is not None:
             fast.close()  # the client closed the connection: calls still running are answered as the SDK's are
@@ -180,36 +175,11 @@ class CheckedLines:
     lines are skipped. Lines that ``fast`` takes (2026-07-28 tool calls it answers itself) never reach the SDK.
     """
 
-    def __init__(
-        self,
-        lines: LineSource,
-        fast: FastStdioCalls | None = None,
-        *,
-        in_flight: Callable[[], bool] = lambda: False,
-        grace_seconds: float = 0.0,
-    ) -> None:
+    def __init__(self, lines: LineSource, fast: FastStdioCalls | None = None) -> None:
         self._lines = aiter(lines)
         self._fast = fast
         self._answers: Any = None
         self._ready = anyio.Event()
-        self._in_flight = in_flight
-        self._grace = grace_seconds
-        self._stopping = False
-        self._reading: anyio.CancelScope | None = None
-
-    def stop(self) -> None:
-        """End the input as if the client had closed it (a stop signal): no further line is read."""
-        self._stopping = True
-        if self._reading is not None:
-            self._reading.cancel()
-
-    async def _drain(self) -> None:
-        """Before the SDK sees the end of input (and cancels what still runs): the calls in flight finish and their
-        answers are written, for at most the grace period."""
-        with anyio.move_on_after(self._grace):
-            while self._in_flight():  # noqa: ASYNC110  (polled: only during a stop, every 10 ms)
-                await anyio.sleep(0.01)
-            await anyio.sleep(0.05)  # the SDK sends the last answers on and its writer writes them
 
     def answer_through(self, write_stream: Any) -> None:
         """Send error responses to ``write_stream`` (the SDK's stream of outgoing messages)."""
@@ -221,17 +191,7 @@ class CheckedLines:
 
     async def __anext__(self) -> str:
         while True:
-            line = None
-            with anyio.CancelScope() as self._reading:
-                if not self._stopping:
-                    try:
-                        line = await anext(self._lines)
-                    except StopAsyncIteration:
-                        pass
-            self._reading = None
-            if line is None:  # the end of input, or stop()
-                await self._drain()
-                raise StopAsyncIteration
+            line = await anext(self._lines)
             if not line.strip() or (self._fast is not None and self._fast.take(line)):
                 continue
             refusal = line_error(line)
