@@ -30,6 +30,7 @@ from gateway.http_auth import HttpAuth, describe_auth
 from gateway.http_errors import error_envelope
 from gateway.http_jsonrpc import JsonRpcErrorBodies
 from gateway.http_security import SecurityMiddleware, allowed_hosts, allowed_origins, is_public
+from gateway.http_streams import EventStreams
 from gateway.rest import RestApi
 from gateway.runtime import GatewayRuntime
 
@@ -211,17 +212,23 @@ async def serve_http(
     signal once stopped, ending the process before the runtime is stopped)."""
     t = runtime.loaded.config.transport
     host = host or t.host
-    app = build_http_app(runtime, host)
+    streams = EventStreams(build_http_app(runtime, host), t.path)
     config = uvicorn.Config(
-        app,
+        streams,
         host=host,
         port=t.port if port is None else port,
         log_config=None,
         lifespan="on",
-        # a client's open event stream (GET) would otherwise hold the stop until the client hangs up
-        timeout_graceful_shutdown=t.shutdown_grace_seconds,
+        timeout_graceful_shutdown=t.shutdown_grace_seconds,  # requests in flight; event streams end at once
     )
     server = uvicorn.Server(config)
+    stopping = server.shutdown
+
+    async def shutdown(sockets: Any = None) -> None:
+        streams.end_all()
+        await stopping(sockets)
+
+    server.shutdown = shutdown  # type: ignore[method-assign]
     if not capture_signals:
         server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     if on_ready is not None:
