@@ -210,8 +210,7 @@ def serve(env: CliEnvironment, transport: str | None, host: str | None, port: in
                     else:
 
                         def ready(bound: int, stop: Callable[[], None]) -> None:
-                            bound_host = host or runtime.loaded.config.transport.host
-                            shown = f"[{bound_host}]" if ":" in bound_host else bound_host  # an IPv6 address
+                            shown = http.url_host(host or runtime.loaded.config.transport.host)
                             click.echo(f"listening on http://{shown}:{bound}", err=True)
                             shutdown.stop_gracefully_with(stop)
 

@@ -198,6 +198,11 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
     return app
 
 
+def url_host(host: str) -> str:
+    """``host`` as a URL writes it (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host else host
+
+
 async def serve_http(
     runtime: GatewayRuntime,
     *,

@@ -84,3 +84,9 @@ def test_http_refuses_a_public_bind_without_auth(tmp_path):
     )
     assert proc.returncode != 0
     assert "not loopback" in proc.stderr and "providers.auth" in proc.stderr
+
+
+def test_the_listening_url_writes_an_ipv6_host_in_brackets() -> None:
+    from gateway.http import url_host
+
+    assert [url_host(h) for h in ("::1", "127.0.0.1", "localhost")] == ["[::1]", "127.0.0.1", "localhost"]
