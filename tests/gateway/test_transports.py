@@ -11,6 +11,7 @@ import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
+from gateway.http import url_host
 from gateway.testing import http_gateway
 from tests.gateway.sample_plugin import sample_config
 
@@ -87,6 +88,4 @@ def test_http_refuses_a_public_bind_without_auth(tmp_path):
 
 
 def test_the_listening_url_writes_an_ipv6_host_in_brackets() -> None:
-    from gateway.http import url_host
-
     assert [url_host(h) for h in ("::1", "127.0.0.1", "localhost")] == ["[::1]", "127.0.0.1", "localhost"]
