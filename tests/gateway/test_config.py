@@ -9,7 +9,7 @@ import pytest
 import tomli_w
 
 from gateway import http
-from gateway.api import AUTH, ConfigError
+from gateway.api import AUTH, ConfigError, Tool, ToolPack, hookimpl
 from gateway.app import prepare, running_runtime
 from gateway.config import load_config
 from tests.gateway.sample_plugin import sample_config
@@ -111,6 +111,29 @@ async def test_prefix_resolves_a_collision(tmp_path, sample):
     config = sample_config(tmp_path, packs={"enabled": ["echo", "clash"], "prefix": {"clash": "c_"}})
     async with running_runtime(config, extra_plugins=[("sample", sample)], configure_logs=False) as runtime:
         assert {"echo_echo", "c_echo_echo"} <= set(runtime.tools)
+
+
+async def test_a_prefix_that_makes_a_tool_name_too_long_is_a_startup_error(tmp_path):
+    long_name = "t" * 100
+
+    class LongPack(ToolPack):
+        name = "long"
+
+        def tools(self):
+            async def run(args: dict, ctx: object) -> dict:
+                return {}
+
+            return [Tool.from_json_schema(long_name, "A long name.", {"type": "object"}, run)]
+
+    class LongPlugin:
+        @hookimpl
+        def gateway_register_tool_packs(self, register):
+            register("long", lambda context: LongPack())
+
+    config = {"gateway": {"data_dir": str(tmp_path)}, "packs": {"enabled": ["long"], "prefix": {"long": "p" * 40}}}
+    with pytest.raises(ConfigError, match="longer than a tool name may be"):
+        async with running_runtime(config, extra_plugins=[("long", LongPlugin())], configure_logs=False):
+            pass
 
 
 def test_default_config_is_valid():
