@@ -76,6 +76,9 @@ class FastStdioCalls:
         self._modern: bool | None = None
         """The connection's era, once its first request has decided it."""
         self._running: dict[str | int, _Running] = {}
+        self._busy = 0
+        """Calls taken and not yet answered (their answer written or given up)."""
+        self._idle = anyio.Event()
 
     def take(self, line: str) -> bool:
         """Whether ``line`` is handled here (a call now running beside the SDK's server); when False the SDK
@@ -97,8 +100,14 @@ class FastStdioCalls:
         if admitted is None or (key := self._exchange.request_key(admitted.request_id)) in self._running:
             return False  # a repeated id in flight: the SDK's rules for it apply
         running = self._running[key] = _Running()
+        self._busy += 1
         self._tasks.start_soon(self._serve, admitted, key, running)
         return True
+
+    async def settled(self) -> None:
+        """Return once every call taken here has been answered."""
+        while self._busy:
+            await self._idle.wait()
 
     def close(self) -> None:
         """The connection ended: calls still running are cut short and answered "Connection closed"."""
@@ -106,6 +115,15 @@ class FastStdioCalls:
             running.scope.cancel()
 
     async def _serve(self, call: Admitted, key: str | int, running: _Running) -> None:
+        try:
+            await self._answer(call, key, running)
+        finally:
+            self._busy -= 1
+            if not self._busy:
+                self._idle.set()
+                self._idle = anyio.Event()
+
+    async def _answer(self, call: Admitted, key: str | int, running: _Running) -> None:
         principal = self._runtime.default_principal
         assert principal is not None
         payload: bytes | None = None

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import structlog
 from pydantic import ValidationError
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
@@ -18,6 +19,7 @@ from gateway import __version__, wire
 from gateway.api.errors import ToolError
 from gateway.http_fastcall import FastToolCalls
 from gateway.mcp_adapter.exchange import ModernCallExchange, run_call
+from gateway.mcp_adapter.stdio_outstanding import AnswerWatch, Outstanding
 from gateway.mcp_adapter.sdk import (
     MODERN_PROTOCOL_VERSIONS,
     Client,
@@ -39,6 +41,7 @@ from gateway.runtime import GatewayRuntime, ServedTool
 from gateway.stdio_fastcall import FastStdioCalls
 from gateway.stdio_pipes import LineSource, PipeWriter, stdio_pipes
 
+log = structlog.get_logger(__name__)
 INVALID_PARAMS = mt.INVALID_PARAMS
 _LIST_CHANGED = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
 
@@ -150,19 +153,26 @@ def build_server(runtime: GatewayRuntime, *, in_process: bool = False) -> Server
 
 
 async def serve_stdio(runtime: GatewayRuntime) -> None:
-    """Serve MCP over this process's stdin/stdout until the client closes the stream (or the task is cancelled)."""
+    """Serve MCP over this process's stdin/stdout until the client closes the stream (or the task is cancelled).
+
+    At the end of stdin the requests already read are answered first, for at most
+    ``transport.shutdown_grace_seconds`` (:mod:`.stdio_outstanding`)."""
     server = build_server(runtime)
     exchange = ModernCallExchange(server, runtime, json_response=True)
+    grace = runtime.loaded.config.transport.shutdown_grace_seconds
     async with stdio_pipes() as (lines, sink), anyio.create_task_group() as calls:
         # Direct answers need the pipe writer (whole lines on the event loop, which the SDK's writer shares); a
         # regular file written through a worker thread gets the SDK's answers only.
         fast = FastStdioCalls(runtime, exchange, sink, calls) if isinstance(sink, PipeWriter) else None
-        checked = CheckedLines(lines, fast)
-        async with stdio_server(checked, sink) as (read_stream, write_stream):  # type: ignore[arg-type]
-            checked.answer_through(write_stream)
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        checked = CheckedLines(lines, fast, grace_seconds=grace)
+        try:
+            async with stdio_server(checked, sink) as (read_stream, write_stream):  # type: ignore[arg-type]
+                answers = checked.answer_through(write_stream)
+                await server.run(read_stream, answers, server.create_initialization_options())
+        except* BrokenPipeError:  # nobody reads the answers any more: serving ends, as at the end of stdin
+            log.warning("the client closed stdout: serving ends")
         if fast is not None:
-            fast.close()  # the client closed the connection: calls still running are answered as the SDK's are
+            fast.close()  # the grace ran out: calls still running are answered as the SDK's are
 
 
 class CheckedLines:
@@ -173,29 +183,39 @@ class CheckedLines:
     a JSON value that is not a JSON-RPC message with an invalid-request error (``-32600``, with the id it carries
     when it has one), written through the SDK's own write stream so they never interleave with its output. Blank
     lines are skipped. Lines that ``fast`` takes (2026-07-28 tool calls it answers itself) never reach the SDK.
+    The end of stdin reaches the SDK once the requests read so far are answered, or ``grace_seconds`` after it.
     """
 
-    def __init__(self, lines: LineSource, fast: FastStdioCalls | None = None) -> None:
+    def __init__(self, lines: LineSource, fast: FastStdioCalls | None = None, *, grace_seconds: float = 0) -> None:
         self._lines = aiter(lines)
         self._fast = fast
+        self._grace = grace_seconds
+        self._outstanding = Outstanding()
         self._answers: Any = None
         self._ready = anyio.Event()
 
-    def answer_through(self, write_stream: Any) -> None:
-        """Send error responses to ``write_stream`` (the SDK's stream of outgoing messages)."""
-        self._answers = write_stream
+    def answer_through(self, write_stream: Any) -> AnswerWatch:
+        """Send error responses to ``write_stream`` (the SDK's stream of outgoing messages); the stream to hand the
+        SDK's server instead of it, which notes the answers it takes."""
+        self._answers = AnswerWatch(write_stream, self._outstanding)
         self._ready.set()
+        return self._answers
 
     def __aiter__(self) -> CheckedLines:
         return self
 
     async def __anext__(self) -> str:
         while True:
-            line = await anext(self._lines)
+            try:
+                line = await anext(self._lines)
+            except StopAsyncIteration:
+                await self._settle()
+                raise
             if not line.strip() or (self._fast is not None and self._fast.take(line)):
                 continue
-            refusal = line_error(line)
+            message, refusal = read_line(line)
             if refusal is None:
+                self._outstanding.read(message)
                 return line
             await self._ready.wait()
             try:
@@ -203,9 +223,21 @@ class CheckedLines:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return line  # the server is shutting down: let the SDK drop the line as it would
 
+    async def _settle(self) -> None:
+        """Wait (at most the grace) until what was read is answered: the SDK cancels what runs at the end of input."""
+        with anyio.move_on_after(self._grace):
+            await self._outstanding.settled()
+            if self._fast is not None:
+                await self._fast.settled()
+
 
 def line_error(line: str) -> mt.JSONRPCError | None:
     """The JSON-RPC error answering a stdio ``line`` that is not a JSON-RPC message, or None when it is one."""
+    return read_line(line)[1]
+
+
+def read_line(line: str) -> tuple[Any, mt.JSONRPCError | None]:
+    """The JSON-RPC message a stdio ``line`` carries and None, or None and the error answering it."""
     try:
         message = mt.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValidationError as exc:
@@ -216,14 +248,14 @@ def line_error(line: str) -> mt.JSONRPCError | None:
             and '"id"' in line
             and (problem := wire.message_problem(json.loads(line)))
         ):
-            return _rpc_error(None, mt.INVALID_REQUEST, f"Invalid Request: {problem}")
-        return None
+            return None, _rpc_error(None, mt.INVALID_REQUEST, f"Invalid Request: {problem}")
+        return message, None
     if any(error["type"] == "json_invalid" for error in errors):
         reason = errors[0]["msg"].removeprefix("Invalid JSON: ")
-        return _rpc_error(None, mt.PARSE_ERROR, f"Parse error: the line is not JSON ({reason})")
+        return None, _rpc_error(None, mt.PARSE_ERROR, f"Parse error: the line is not JSON ({reason})")
     value = json.loads(line)
     if not isinstance(value, dict):
-        return _rpc_error(None, mt.INVALID_REQUEST, f"Invalid Request: {wire.message_problem(value)}")
+        return None, _rpc_error(None, mt.INVALID_REQUEST, f"Invalid Request: {wire.message_problem(value)}")
     rpc_id = value.get("id")
     rpc_id = rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
     branch = wire.message_kind(value)
@@ -233,7 +265,7 @@ def line_error(line: str) -> mt.JSONRPCError | None:
         if error["loc"][:1] == (branch,)
     ]
     detail = "; ".join(problems[:3]) or "not a JSON-RPC 2.0 request, notification or response"
-    return _rpc_error(rpc_id, mt.INVALID_REQUEST, f"Invalid Request: {detail}")
+    return None, _rpc_error(rpc_id, mt.INVALID_REQUEST, f"Invalid Request: {detail}")
 
 
 def _rpc_error(rpc_id: str | int | None, code: int, message: str) -> mt.JSONRPCError:

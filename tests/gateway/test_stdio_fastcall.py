@@ -195,25 +195,45 @@ async def test_the_era_is_read_as_the_sdk_reads_the_first_request(tmp_path: Path
     assert sink.lines == []
 
 
-@pytest.mark.slow
-def test_calls_running_when_the_client_leaves_are_answered_as_the_sdk_answers(tmp_path: Path) -> None:
-    config = write_toml(tmp_path / "gateway.toml", remote_config(tmp_path, [py_stdio_server(tmp_path / "state")]))
-    peer = StdioPeer(config)
+def _answers_after_stdin_closes(peer: StdioPeer) -> dict[Any, dict[str, Any]]:
+    assert peer.process.stdin is not None and peer.process.stdout is not None
+    peer.process.stdin.close()
+    answers = {}
     try:
-        peer.send(_request(1, "tools/list"))
-        _receive(peer, 1)
-        peer.send(_call(2, "py_slow", {"seconds": 30, "steps": 2}))  # the direct path
-        peer.send(_call(3, "py_slow", {"seconds": 30, "steps": 2}, progressToken="p"))  # the SDK's
-        time.sleep(1.0)
-        assert peer.process.stdin is not None and peer.process.stdout is not None
-        peer.process.stdin.close()
-        answers = {}
         for line in peer.process.stdout:  # until the gateway closes stdout
             message = json.loads(line)
             if "id" in message:
                 answers[message.pop("id")] = message
     finally:
         peer.process.wait(30)
+    return answers
+
+
+@pytest.mark.slow
+def test_calls_running_when_stdin_closes_are_answered_within_the_grace(tmp_path: Path) -> None:
+    config = write_toml(tmp_path / "gateway.toml", remote_config(tmp_path, [py_stdio_server(tmp_path / "state")]))
+    peer = StdioPeer(config)
+    peer.send(_request(1, "tools/list"))
+    _receive(peer, 1)
+    peer.send(_call(2, "py_slow", {"seconds": 1.5, "steps": 1}))  # the direct path
+    peer.send(_call(3, "py_slow", {"seconds": 1.5, "steps": 1}, progressToken="p"))  # the SDK's
+    answers = _answers_after_stdin_closes(peer)
+    assert answers[2]["result"]["structuredContent"] == answers[3]["result"]["structuredContent"] == {"result": "done after 1 steps"}
+
+
+@pytest.mark.slow
+def test_calls_still_running_when_the_grace_ends_are_answered_as_the_sdk_answers(tmp_path: Path) -> None:
+    servers = [py_stdio_server(tmp_path / "state")]
+    config = write_toml(
+        tmp_path / "gateway.toml", remote_config(tmp_path, servers, transport={"shutdown_grace_seconds": 0.5})
+    )
+    peer = StdioPeer(config)
+    peer.send(_request(1, "tools/list"))
+    _receive(peer, 1)
+    peer.send(_call(2, "py_slow", {"seconds": 30, "steps": 2}))  # the direct path
+    peer.send(_call(3, "py_slow", {"seconds": 30, "steps": 2}, progressToken="p"))  # the SDK's
+    time.sleep(1.0)
+    answers = _answers_after_stdin_closes(peer)
     assert answers[2] == answers[3] == {"jsonrpc": "2.0", "error": {"code": -32000, "message": "Connection closed"}}
 
 

@@ -88,6 +88,46 @@ def test_a_regular_file_on_stdin_is_checked_the_same_way(tmp_path: Path) -> None
     ]
 
 
+MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+@pytest.mark.parametrize("era", ["handshake", "2026-07-28"])
+def test_requests_written_before_stdin_closes_are_all_answered(tmp_path: Path, era: str) -> None:
+    """A client may write its requests and close stdin at once (``printf ... | gateway serve``)."""
+    opening = [INITIALIZE, INITIALIZED] if era == "handshake" else []
+    calls = [
+        {**GREET, "id": n, "params": {**GREET["params"], **({"_meta": MODERN} if era != "handshake" else {})}}
+        for n in range(2, 7)
+    ]
+    script = "".join(json.dumps(message) + "\n" for message in [*opening, *calls])
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "serve", "--config", str(_config(tmp_path))],
+        input=script.encode(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.decode().splitlines())}
+    assert sorted(answers) == sorted([*([INITIALIZE["id"]] if opening else []), 2, 3, 4, 5, 6])
+    assert [answers[n]["result"]["structuredContent"]["greeting"] for n in range(2, 7)] == ["Hello, Ada!"] * 5
+
+
+def test_a_client_that_closes_stdout_ends_serving_without_a_traceback(tmp_path: Path) -> None:
+    peer = StdioPeer(_config(tmp_path))
+    peer.open_session()
+    assert peer.process.stdout is not None and peer.process.stderr is not None
+    peer.process.stdout.close()
+    peer.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})  # its answer meets a closed pipe
+    try:
+        status = peer.process.wait(60)  # a guard against a hang, not a speed target
+    finally:
+        peer.process.kill()
+    stderr = peer.process.stderr.read().decode()
+    assert status == 0, stderr
+    assert "Traceback" not in stderr
+    assert "the client closed stdout: serving ends" in [e["event"] for e in events(stderr)]
+
+
 @pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_a_stop_signal_stops_a_stdio_server_whose_stdin_is_open(tmp_path: Path, signum: int) -> None:
     peer = StdioPeer(_config(tmp_path))
