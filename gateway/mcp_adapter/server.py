@@ -19,7 +19,6 @@ from gateway import __version__, wire
 from gateway.api.errors import ToolError
 from gateway.http_fastcall import FastToolCalls
 from gateway.mcp_adapter.exchange import ModernCallExchange, run_call
-from gateway.mcp_adapter.stdio_outstanding import AnswerWatch, Outstanding
 from gateway.mcp_adapter.sdk import (
     MODERN_PROTOCOL_VERSIONS,
     Client,
@@ -36,6 +35,7 @@ from gateway.mcp_adapter.sdk import (
     mt,
     stdio_server,
 )
+from gateway.mcp_adapter.stdio_outstanding import AnswerWatch, Outstanding
 from gateway.request_context import Peers, call_context, principal_of
 from gateway.runtime import GatewayRuntime, ServedTool
 from gateway.stdio_fastcall import FastStdioCalls

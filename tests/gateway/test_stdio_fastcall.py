@@ -218,7 +218,8 @@ def test_calls_running_when_stdin_closes_are_answered_within_the_grace(tmp_path:
     peer.send(_call(2, "py_slow", {"seconds": 1.5, "steps": 1}))  # the direct path
     peer.send(_call(3, "py_slow", {"seconds": 1.5, "steps": 1}, progressToken="p"))  # the SDK's
     answers = _answers_after_stdin_closes(peer)
-    assert answers[2]["result"]["structuredContent"] == answers[3]["result"]["structuredContent"] == {"result": "done after 1 steps"}
+    done = {"result": "done after 1 steps"}
+    assert answers[2]["result"]["structuredContent"] == answers[3]["result"]["structuredContent"] == done
 
 
 @pytest.mark.slow
