@@ -52,13 +52,6 @@ def provider_down_in(error: BaseException) -> ProviderUnavailable | None:
     return None
 
 
-class _DownstreamFailure(Exception):
-    """Carries an exception from further down the chain through a link's own error handling."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
 def build_chain(links: Sequence[Link], handler: Handler) -> Handler:
     """Compose ``links`` (outermost first) around ``handler``."""
     chain = handler
@@ -67,25 +60,34 @@ def build_chain(links: Sequence[Link], handler: Handler) -> Handler:
     return chain
 
 
+def _carries(error: BaseException, wanted: BaseException) -> bool:
+    """Whether ``error`` is ``wanted`` or an exception group holding it."""
+    if error is wanted:
+        return True
+    return isinstance(error, BaseExceptionGroup) and any(_carries(inner, wanted) for inner in error.exceptions)
+
+
 def _wrap(link: Link, downstream: Handler) -> Handler:
     async def run(call: ToolCall) -> BaseModel:
         reached = False
+        downstream_error: BaseException | None = None
 
         async def call_next(inner: ToolCall) -> BaseModel:
-            nonlocal reached
+            nonlocal reached, downstream_error
             reached = True
             try:
                 return await downstream(inner)
-            except BaseException as exc:
-                raise _DownstreamFailure(exc) from exc
+            except BaseException as exc:  # the link sees it as raised; see below
+                downstream_error = exc
+                raise
 
         try:
             return await link.interceptor(call, call_next)
-        except _DownstreamFailure as failure:
-            raise failure.error from None
         except ToolError:
             raise
         except Exception as exc:
+            if downstream_error is not None and _carries(exc, downstream_error):
+                raise downstream_error from None  # not the link's failure: its policy does not apply
             if (carried := tool_error_in(exc)) is not None:
                 raise carried from None
             if link.fail_open and not reached:

@@ -274,7 +274,9 @@ class Interceptor:
     Return ``await call_next(call)`` to continue, raise a :class:`ToolError` to refuse, or return a model of the
     tool's output type (a :class:`ToolResult` for a JSON Schema tool) to answer without calling the tool.
     Unexpected exceptions are handled by the link's configured ``on_error`` policy (``fail_closed``, the default,
-    refuses the call; ``fail_open`` logs and continues).
+    refuses the call; ``fail_open`` logs and continues). What ``call_next`` raises (the tool's :class:`ToolError`,
+    cancellation, a later link's refusal) reaches the interceptor as raised, to observe, answer instead, or let
+    through: let through (or re-raised) it passes this link untouched, whatever its policy.
     """
 
     name: str = "interceptor"

@@ -118,7 +118,7 @@ class CustomErrorPack(ToolPack):
 class RecorderConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     label: str = "r"
-    behaviour: str = "pass"  # pass | refuse | crash | crash_after
+    behaviour: str = "pass"  # pass | refuse | crash | crash_after | observe
 
 
 class Recorder(Interceptor):
@@ -134,7 +134,12 @@ class Recorder(Interceptor):
             raise ToolError("refused by policy", code="rate_limit_exceeded")
         if self.config.behaviour == "crash":
             raise RuntimeError("interceptor bug")
-        result = await call_next(call)
+        try:
+            result = await call_next(call)
+        except BaseException as exc:
+            if self.config.behaviour == "observe":
+                self.trace.append(f"{self.config.label}:saw {type(exc).__name__}")
+            raise
         self.trace.append(f"{self.config.label}:after")
         if self.config.behaviour == "crash_after":
             raise RuntimeError("interceptor bug after the call")

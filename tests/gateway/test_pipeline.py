@@ -63,6 +63,18 @@ async def test_errors_from_downstream_are_not_subject_to_the_policy(tmp_path, sa
     assert json.loads(result.content[0].text)["error"]["code"] == "rate_limit_exceeded"
 
 
+@pytest.mark.parametrize(
+    ("mode", "raised", "code"),
+    [("missing", "NotFound", "not_found"), ("crash", "RuntimeError", "internal_error")],
+)
+async def test_a_link_sees_what_downstream_raised_and_letting_it_through_keeps_it(tmp_path, sample, mode, raised, code):
+    config = _config(tmp_path, first="observe", first_policy="fail_open")
+    async with running_gateway(config, extra_plugins=[("sample", sample)]) as client:
+        result = await client.call_tool("echo_fail", {"mode": mode})
+    assert result.is_error and json.loads(result.content[0].text)["error"]["code"] == code
+    assert sample.trace == ["first:before", "second:before", f"first:saw {raised}"]
+
+
 async def test_scope_is_enforced_before_the_pipeline(tmp_path, sample):
     from gateway.api import Principal
 
