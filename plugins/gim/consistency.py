@@ -12,7 +12,8 @@ leaves at most a pending row and some of its vectors, never acknowledged; :func:
 first, then rows), at start-up and whenever a holder takes over the lock from a dead one. A crash after step 3
 leaves everything in place. A vector store that lost writes it had acknowledged is caught by the audit: for
 each collection the point ids are compared with those ``gim_vectors`` promises (one scroll and one query, a
-second or two at 100k items); points without an active row are deleted, and rows whose points are gone are
+second or two at 100k items); points without an active item are deleted (with any ``gim_vectors`` row left of
+that item), and rows whose points are gone are
 dropped from ``gim_vectors`` and re-embedded at once (when the embedder is available; otherwise they stay
 listed as missing for ``gateway reindex --missing``).
 """
@@ -49,6 +50,11 @@ async def _audit_collection(core: GimCore, embedder_id: str, generation: int) ->
     name = collection_name(embedder_id, generation)
     store = core.vectors.store
     item_ids = await core.repo.vector_item_ids(core.store, embedder_id, generation)
+    dangling = await core.repo.dangling_vector_item_ids(core.store, embedder_id, generation)
+    if dangling:  # rows that outlived their item (its points are orphans below)
+        async with core.store.transaction() as tx:
+            await core.repo.forget_vectors(tx, sorted(dangling), embedder_id, generation)
+        item_ids -= dangling
     expected = {point_id(item, kind): item for item in item_ids for kind in core.kinds}
     try:
         present = set(await store.list_ids(name))

@@ -128,7 +128,6 @@ class GimCore:
         self._generations_loaded_at = time.monotonic()
         self._lock = DedupLock(
             store,
-            self.repo,
             lease_seconds=self.config.lock_lease_seconds,
             timeout_seconds=self.config.lock_timeout_seconds,
         )

@@ -85,7 +85,9 @@ async def _full(core: GimCore, embedder: Embedder, progress: ReindexProgress, to
     async with core.lock.hold():
         embedded += await fill_missing(core, embedder, generation=building, renew=core.lock.renew)
         old = current.active
-        await core.repo.switch_generation(core.store, embedder.id, building)
+        async with core.store.transaction() as tx:
+            await core.lock.fence(tx)  # a final pass that outlived its lease switches nothing
+            await core.repo.switch_generation(tx, embedder.id, building)
         await core.refresh_generations(force=True)
     await core.vectors.store.delete_collection(collection_name(embedder.id, old))
     await core.repo.drop_generation_rows(core.store, embedder.id, old)

@@ -237,6 +237,15 @@ class Repository:
         )
         return {str(r["item_id"]) for r in rows}
 
+    async def dangling_vector_item_ids(self, db: Db, embedder_id: str, generation: int) -> set[str]:
+        """Items ``gim_vectors`` lists that are not active (rows a failed write or a takeover left behind)."""
+        rows = await db.fetch_all(
+            "SELECT v.item_id FROM gim_vectors v LEFT JOIN gim_items i ON i.id = v.item_id AND i.state = 'active' "
+            "WHERE v.embedder_id = :embedder AND v.generation = :gen AND i.id IS NULL",
+            {"embedder": embedder_id, "gen": generation},
+        )
+        return {str(r["item_id"]) for r in rows}
+
     async def count_vectors(self, db: Db, embedder_id: str, generation: int) -> int:
         sql = "SELECT COUNT(*) AS n FROM gim_vectors WHERE embedder_id = :embedder AND generation = :gen"
         row = await db.fetch_one(sql, {"embedder": embedder_id, "gen": generation})
@@ -343,58 +352,3 @@ class Repository:
             "ts) VALUES (:id, :event_type, :issue_id, :session_id, :principal, :model, :provider, :success, :ts)",
             row,
         )
-
-    # -- the cross-process lock ------------------------------------------------------------------------------------
-
-    async def try_lock(self, db: Db, name: str, owner: str, now: float, lease: float) -> Row | None:
-        """Take lock ``name`` if free or expired; returns the previous holder's row when taken, else ``None``."""
-        async with _maybe_transaction(db) as tx:
-            previous = await tx.fetch_one("SELECT owner, expires_at FROM gim_locks WHERE name = :name", {"name": name})
-            taken = await tx.execute(
-                "UPDATE gim_locks SET owner = :owner, expires_at = :expires WHERE name = :name "
-                "AND (owner IS NULL OR expires_at < :now OR owner = :owner)",
-                {"owner": owner, "expires": now + lease, "name": name, "now": now},
-            )
-            return (previous or {"owner": None, "expires_at": 0.0}) if taken else None
-
-    async def try_lock_free(self, db: Db, name: str, owner: str, now: float, lease: float) -> bool:
-        """The fast path: take lock ``name`` if nobody holds it (one statement)."""
-        taken = await db.execute(
-            "UPDATE gim_locks SET owner = :owner, expires_at = :expires WHERE name = :name AND owner IS NULL",
-            {"owner": owner, "expires": now + lease, "name": name},
-        )
-        return taken > 0
-
-    async def unlock(self, db: Db, name: str, owner: str) -> None:
-        await db.execute(
-            "UPDATE gim_locks SET owner = NULL, expires_at = 0 WHERE name = :name AND owner = :owner",
-            {"name": name, "owner": owner},
-        )
-
-    async def steal_lock(self, db: Db, name: str, owner: str, previous: str, now: float, lease: float) -> bool:
-        return (
-            await db.execute(
-                "UPDATE gim_locks SET owner = :owner, expires_at = :expires WHERE name = :name AND owner = :previous",
-                {"owner": owner, "expires": now + lease, "name": name, "previous": previous},
-            )
-            > 0
-        )
-
-
-class _maybe_transaction:
-    """``async with`` a transaction of the store, or the given transaction itself."""
-
-    def __init__(self, db: Db) -> None:
-        self._db = db
-        self._cm: Any = None
-
-    async def __aenter__(self) -> Db:
-        transaction = getattr(self._db, "transaction", None)
-        if transaction is None:
-            return self._db
-        self._cm = transaction()
-        return await self._cm.__aenter__()
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._cm is not None:
-            await self._cm.__aexit__(*exc)

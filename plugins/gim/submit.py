@@ -259,7 +259,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
     async with core.lock.hold() as grant:
         if grant.took_over:
             await reconcile_pending(core)
-        await core.refresh_generations()  # a reindex's final pass (under this lock) catches a stale view
+        await core.refresh_generations(force=True)  # a reindex may have switched generations since the last look
         await core.catch_up()
         if await core.lacks_vectors(decider):  # a changed embedder: the masters this may join get its vectors now
             lexical = await core.lexical.search_sliced(prepared.tokens, limit=core.config.candidate_pool)
@@ -306,6 +306,7 @@ async def submit(core: GimCore, args: SubmitIssueInput, ctx: CallContext) -> Sub
             if core.config.flush_vectors:
                 await core.vectors.store.flush()
             async with core.store.transaction() as tx:
+                await core.lock.fence(tx)  # still this process's decision to commit (see gateway_plugins.gim.locks)
                 seq = await core.repo.activate(tx, item_id)
                 for eid, numbers in targets.items():
                     for number in numbers:

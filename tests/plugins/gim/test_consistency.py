@@ -16,8 +16,7 @@ import pytest
 
 from gateway.api import ServiceUnavailable, VectorPoint
 from gateway.testing import running_gateway
-from gateway_plugins.gim.locks import DedupLock
-from gateway_plugins.gim.repository import Repository
+from gateway_plugins.gim.locks import DedupLock, LeaseLost
 from gateway_plugins.gim.vectors import collection_name, point_id
 from tests.plugins.gim.support import NUMPY_ACTIONS, NUMPY_CAUSE, NUMPY_ERROR, call, gim_config, submission
 
@@ -117,8 +116,7 @@ async def _lock_pair(tmp_path: Path, **kwargs: Any) -> tuple[Any, DedupLock, Ded
 
     store = SqliteStore(tmp_path / "lock.sqlite3")
     await store.migrate(NAMESPACE, MIGRATIONS)
-    repo = Repository()
-    return store, DedupLock(store, repo, **kwargs), DedupLock(store, repo, **kwargs)
+    return store, DedupLock(store, **kwargs), DedupLock(store, **kwargs)
 
 
 async def test_lock_excludes_another_holder_until_released(tmp_path: Path) -> None:
@@ -163,3 +161,55 @@ async def test_dead_holder_on_this_host_is_taken_over_at_once(tmp_path: Path) ->
         assert os.getpid() != int(dead.stdout)
     finally:
         await store.close()
+
+
+async def test_a_holder_whose_lease_was_taken_over_cannot_commit(tmp_path: Path) -> None:
+    store, first, second = await _lock_pair(tmp_path, lease_seconds=0.2, timeout_seconds=5)
+    try:
+        async with first.hold():
+            await anyio.sleep(0.3)
+            await first.fence(store)  # expired, but nobody took it: still this holder's, and extended
+            await anyio.sleep(0.3)
+            async with second.hold() as grant:  # a process that was slow (paused, swapped out) meanwhile
+                assert grant.took_over is True
+                with pytest.raises(LeaseLost):
+                    await first.fence(store)
+                with pytest.raises(LeaseLost):
+                    await first.renew()
+                await second.fence(store)
+    finally:
+        await store.close()
+
+
+async def test_a_submission_whose_lease_was_taken_over_is_refused_and_leaves_nothing(gim: Any) -> None:
+    core = gim.runtime.packs["gim"].core
+    kept = await call(gim, "gim_submit_issue", submission(NUMPY_ERROR, NUMPY_CAUSE, actions=NUMPY_ACTIONS))
+    original = core.vectors.write
+
+    async def slow_write(*args: Any, **kwargs: Any) -> None:  # meanwhile another instance takes the lease over
+        await original(*args, **kwargs)
+        await core.store.execute("UPDATE gim_locks SET owner = 'elsewhere:1:x', expires_at = 1e12")
+
+    core.vectors.write = slow_write
+    try:
+        refused = await gim.call_tool("gim_submit_issue", submission(OTHER_ERROR, OTHER_CAUSE))
+    finally:
+        core.vectors.write = original
+        await core.store.execute("UPDATE gim_locks SET owner = NULL, expires_at = 0")
+    body = refused.content[0].text
+    assert refused.is_error and '"service_unavailable"' in body and "retry" in body
+    assert await stores_agree(core) == {kept["issue_id"]}
+
+
+async def test_audit_drops_vectors_of_an_item_that_is_gone(data_dir: Path) -> None:
+    config = gim_config()
+    async with running_gateway(config, data_dir) as client:
+        kept = await call(client, "gim_submit_issue", submission(NUMPY_ERROR, NUMPY_CAUSE, actions=NUMPY_ACTIONS))
+        gone = await call(client, "gim_submit_issue", submission(OTHER_ERROR, OTHER_CAUSE))
+        core = client.runtime.packs["gim"].core
+        async with core.store.transaction() as tx:  # the item's rows went, its gim_vectors rows and points stayed
+            await tx.execute("DELETE FROM gim_masters WHERE id = :id", {"id": gone["issue_id"]})
+            await tx.execute("DELETE FROM gim_items WHERE id = :id", {"id": gone["issue_id"]})
+    async with running_gateway(config, data_dir) as client:
+        core = client.runtime.packs["gim"].core
+        assert await stores_agree(core) == {kept["issue_id"]}
