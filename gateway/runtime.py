@@ -130,7 +130,8 @@ class GatewayRuntime:
                 self.packs[name] = pack
                 with plugin_bugs_named(who, "start()"):
                     await pack.start()
-                self.catalogue.add_pack(name, pack, self._prefix(name))
+                with plugin_bugs_named(who, "serving what it offers (its tools, their schemas, resources, prompts)"):
+                    self.catalogue.add_pack(name, pack, self._prefix(name))
                 self._indexed.add(name)
             for ref in cfg.pipeline.interceptors:
                 reg = registry.interceptors[ref.name]

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 
 from gateway.api.context import CallContext, Principal
 from gateway.api.errors import ToolError
@@ -126,6 +126,27 @@ class Tool(Generic[InT, OutT]):
                 f"tool {self.name!r}: the handler must be an async function (async def), not {self.handler!r}; "
                 "run blocking work with gateway.api.off_loop"
             )
+        if self.upstream is None:  # a remote server's schemas are served as the server gives them
+            self._check_objects()
+
+    def _check_objects(self) -> None:
+        """MCP serves a tool's arguments, and its structured result, as JSON objects."""
+        for role, model, schema in (
+            ("input", self.input_model, self.input_schema),
+            ("output", self.output_model, self.output_schema),
+        ):
+            if model is not None and (not isinstance(model, type) or not issubclass(model, BaseModel)):
+                raise TypeError(f"tool {self.name!r}: the {role} model must be a pydantic model class, not {model!r}")
+            if model is not None and issubclass(model, RootModel):
+                raise TypeError(
+                    f"tool {self.name!r}: the {role} model {model.__name__} is a RootModel, which is not a JSON "
+                    "object; MCP needs an object here: put the value in a field of a BaseModel"
+                )
+            if schema is not None and schema.get("type") != "object":
+                raise TypeError(
+                    f'tool {self.name!r}: the {role} JSON Schema must have "type": "object" at its root (MCP), '
+                    f"not {schema.get('type')!r}"
+                )
 
     @classmethod
     def from_json_schema(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel, RootModel
 from structlog.testing import capture_logs
 
-from gateway.api import ConfigError, PluginError, ToolPack, hookimpl
+from gateway.api import ConfigError, PluginError, Tool, ToolPack, hookimpl
 from gateway.plugin_manager import create_plugin_manager
 from gateway.testing import running_gateway
 
@@ -157,6 +158,56 @@ async def test_a_pack_that_fails_to_build_or_start_is_named(tmp_path, fault, mes
     config = {"gateway": {"data_dir": str(tmp_path)}, "packs": {"enabled": ["faulty"]}}
     with pytest.raises(PluginError if fault != "config" else ConfigError, match=message):
         async with running_gateway(config, extra_plugins=[("faulty", Plugin())]):
+            pass
+
+
+class _Wrapped(RootModel[list[int]]):
+    pass
+
+
+class _Out(BaseModel):
+    n: int
+
+
+async def _answer(args, ctx):
+    return _Out(n=1)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("tools", "message"),
+    [
+        (lambda: 1 / 0, r"serving what it offers.*failed: ZeroDivisionError"),
+        (lambda: {"t": 1}, r"serving what it offers.*failed: AttributeError"),
+        (
+            lambda: [Tool("odd_list", "A list in.", _Wrapped, _Out, _answer)],
+            r"failed: TypeError: tool 'odd_list': the input model _Wrapped is a RootModel, which is not a JSON object",
+        ),
+        (
+            lambda: [Tool.from_json_schema("odd_array", "An array in.", {"type": "array"}, _answer)],
+            r"tool 'odd_array': the input JSON Schema must have \"type\": \"object\" at its root",
+        ),
+        (
+            lambda: [Tool.from_json_schema("odd_out", "Text out.", {"type": "object"}, _answer, output_schema={})],
+            r"tool 'odd_out': the output JSON Schema must have",
+        ),
+    ],
+)
+async def test_a_pack_whose_tools_cannot_be_served_is_named_at_start(tmp_path, tools, message):
+    class Odd(ToolPack):
+        name = "odd"
+
+        def tools(self):
+            return tools()
+
+    class Plugin:
+        @hookimpl
+        def gateway_register_tool_packs(self, register):
+            register("odd", lambda context: Odd())
+
+    config = {"gateway": {"data_dir": str(tmp_path)}, "packs": {"enabled": ["odd"]}}
+    with pytest.raises(PluginError, match=r"^pack 'odd' \(plugin 'odd'\): (?s:.*)" + message):
+        async with running_gateway(config, extra_plugins=[("odd", Plugin())]):
             pass
 
 
