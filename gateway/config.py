@@ -296,12 +296,16 @@ def resolve(loaded: LoadedConfig, registry: Registry) -> LoadedConfig:
     cfg = loaded.config
     src = loaded.source
 
+    selected: list[Registration] = []
+    """What the config names: their tables are validated even when absent (a required option is missing)."""
+
     def need_provider(kind: str, name: str, key: str) -> None:
         table = registry.providers.get(kind, {})
         if name not in table:
             raise ConfigError(
                 f"{src}: '{key}': no {kind} provider {name!r} is installed (installed: {_installed(table)})"
             )
+        selected.append(table[name])
 
     for name in cfg.packs.enabled:
         if name not in registry.packs:
@@ -362,4 +366,8 @@ def resolve(loaded: LoadedConfig, registry: Registry) -> LoadedConfig:
             loaded.plugin_configs[(kind, name)] = _validate_plugin_table(
                 loaded, table[name], sub, f"plugins.{top}.{name}"
             )
+    selected += [registry.packs[name] for name in cfg.packs.enabled]
+    selected += [registry.interceptors[ref.name] for ref in cfg.pipeline.interceptors]
+    for reg in selected:
+        loaded.plugin_config(reg)  # the defaults of a table the config leaves out
     return loaded

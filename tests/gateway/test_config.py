@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import tomli_w
+from pydantic import BaseModel
 
 from gateway import http
 from gateway.api import AUTH, ConfigError, Tool, ToolPack, hookimpl
@@ -74,6 +75,39 @@ def test_plugin_tables_are_validated_by_their_plugin(tmp_path, sample):
     config = sample_config(tmp_path, plugins={"echo": {"greting": "typo"}})
     with pytest.raises(ConfigError, match=r"unknown key 'plugins.echo.greting'"):
         prepare(config, extra_plugins=[("sample", sample)])
+
+
+class _Needs(BaseModel):
+    url: str
+
+
+class _NeedsOptions:
+    """A pack, a rate limiter and an interceptor, each with an option that has no default."""
+
+    @hookimpl
+    def gateway_register_tool_packs(self, register):
+        register("needy", lambda context: ToolPack(), config_model=_Needs)
+
+    @hookimpl
+    def gateway_register_providers(self, register):
+        register("rate_limiter", "needy", lambda context: None, config_model=_Needs)
+
+    @hookimpl
+    def gateway_register_interceptors(self, register):
+        register("needy", lambda context: None, config_model=_Needs)
+
+
+@pytest.mark.parametrize(
+    ("tables", "key"),
+    [
+        ({"packs": {"enabled": ["needy"]}}, "plugins.needy.url"),
+        ({"providers": {"rate_limiter": "needy"}}, "plugins.rate_limiter.needy.url"),
+        ({"pipeline": {"interceptors": [{"name": "needy"}]}}, "plugins.interceptor.needy.url"),
+    ],
+)
+def test_a_required_option_of_what_the_config_names_is_checked_without_its_table(tmp_path, sample, tables, key):
+    with pytest.raises(ConfigError, match=rf"'{key}': Field required"):
+        prepare(sample_config(tmp_path, **tables), extra_plugins=[("sample", sample), ("needy", _NeedsOptions())])
 
 
 def test_unknown_plugin_table(tmp_path, sample):
