@@ -129,6 +129,23 @@ class RateLimiterContract:
         assert sum(d.allowed for d in much_later) == 10
 
     @pytest.mark.anyio
+    async def test_a_bucket_refills_over_its_own_period(self, limiter: RateLimiter) -> None:
+        hourly = RateLimitRule(name="per-hour", kind="token_bucket", limit=2, period_seconds=3600)  # 1 token / 30 min
+        assert [(await limiter.hit(hourly, "alice", now=T0)).allowed for _ in range(3)] == [True, True, False]
+        assert not (await limiter.hit(hourly, "alice", now=T0 + timedelta(minutes=29))).allowed
+        refilled = await limiter.hit(hourly, "alice", now=T0 + timedelta(minutes=30))
+        assert refilled.allowed and refilled.limit == 2
+
+    @pytest.mark.anyio
+    async def test_two_bucket_rules_count_apart_for_one_identity(self, limiter: RateLimiter) -> None:
+        other = RateLimitRule(name="other-per-minute", kind="token_bucket", limit=10, period_seconds=60)
+        for _ in range(10):
+            await limiter.hit(BUCKET, "alice", now=T0)
+        assert not (await limiter.hit(BUCKET, "alice", now=T0)).allowed
+        assert (await limiter.hit(other, "alice", now=T0)).remaining == 9
+        assert (await limiter.hit(BUCKET, "bob", now=T0)).remaining == 9
+
+    @pytest.mark.anyio
     async def test_a_refused_bucket_hit_consumes_nothing(self, limiter: RateLimiter) -> None:
         for _ in range(10):
             await limiter.hit(BUCKET, "alice", now=T0)

@@ -97,10 +97,14 @@ class SanitizerContract:
         assert second.findings == [] and second.text == first.text
 
     def test_huge_input(self) -> None:
+        """What the layer redacts in a small text it still redacts when the text is large (no cut-off, no
+        timeout): it need not redact everything layer one does, only its own findings."""
+        small = run(self.make_sanitizer(), SECRETFUL)
+        redacted = {SECRETFUL[f.start : f.end] for f in small.findings if f.placeholder is not None}
         text = (SECRETFUL + "\n" + "x" * 1000 + "\n") * 300  # ~ 0.6 MB
         result = run(self.make_sanitizer(), text)
         self.check_result(text, result)
-        assert "alice.smith@acme-corp.io" not in result.text
+        assert not {value for value in redacted if value in result.text}
 
     def test_clean_text_unchanged(self) -> None:
         text = "ModuleNotFoundError: No module named 'numpy' (numpy 1.26.4, python 3.11.7) at 127.0.0.1:8000"
