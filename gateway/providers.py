@@ -5,19 +5,83 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from pydantic import ValidationError
 
-from gateway.api.errors import ConfigError, GatewayError, NotFound, ProviderUnavailable, ValidationFailed
-from gateway.api.registry import EMBEDDER, ProviderContext
+from gateway.api import (
+    Authenticator,
+    Embedder,
+    Judge,
+    RateLimiter,
+    RelationalStore,
+    Sanitizer,
+    VectorStore,
+)
+from gateway.api.errors import (
+    ConfigError,
+    GatewayError,
+    NotFound,
+    PluginError,
+    ProviderUnavailable,
+    ValidationFailed,
+)
+from gateway.api.registry import (
+    AUTH,
+    EMBEDDER,
+    JUDGE,
+    RATE_LIMITER,
+    SANITIZER,
+    STORE,
+    VECTOR_STORE,
+    ProviderContext,
+)
 from gateway.config import LoadedConfig, errors_name_the_file
-from gateway.plugin_manager import Registry
+from gateway.plugin_manager import Registration, Registry, plugin_bugs_named
 
 log = structlog.get_logger(__name__)
 
 _SINGLE_KINDS = ("vector_store", "store", "rate_limiter", "auth")
+
+
+_PROTOCOLS: dict[str, type] = {
+    EMBEDDER: Embedder,
+    VECTOR_STORE: VectorStore,
+    STORE: RelationalStore,
+    RATE_LIMITER: RateLimiter,
+    SANITIZER: Sanitizer,
+    AUTH: Authenticator,
+    JUDGE: Judge,
+}
+"""The protocol a provider of each built-in kind implements (checked when it is built)."""
+
+
+def _members(protocol: type) -> set[str]:
+    """The public names a protocol declares (methods and attributes), its protocol bases' included."""
+    return {
+        name
+        for base in protocol.__mro__
+        if getattr(base, "_is_protocol", False) and base is not Protocol
+        for name in (*vars(base), *getattr(base, "__annotations__", {}))
+        if not name.startswith("_")
+    }
+
+
+def _build(reg: Registration, context: ProviderContext) -> Any:
+    """Run ``reg``'s factory: a bug in it, or a result that is not the kind's protocol, names the provider and
+    its plugin (a :class:`ProviderUnavailable` passes unchanged)."""
+    who = f"{reg.kind} provider {reg.name!r} (plugin {reg.plugin!r})"
+    with plugin_bugs_named(who, "its factory"):
+        provider = reg.factory(context)
+    protocol = _PROTOCOLS.get(reg.kind)
+    if protocol is not None and not isinstance(provider, protocol):
+        missing = sorted(name for name in _members(protocol) if not hasattr(provider, name))
+        raise PluginError(
+            f"{who}: its factory returned {type(provider).__name__}, not a {protocol.__name__}"
+            + (f" (missing: {', '.join(missing)})" if missing else "")
+        )
+    return provider
 
 
 class ProviderHub:
@@ -64,7 +128,7 @@ class ProviderHub:
             kind=kind, name=name, config=self._loaded.plugin_config(reg), data_dir=data_dir, provider=self.get
         )
         try:
-            provider = reg.factory(context)
+            provider = _build(reg, context)
         except ProviderUnavailable as exc:
             self._failed[key] = exc
             raise
@@ -98,7 +162,7 @@ class ProviderHub:
         directory = data_dir or self._loaded.data_dir / "providers" / kind / name
         directory.mkdir(parents=True, exist_ok=True)
         context = ProviderContext(kind=kind, name=name, config=parsed, data_dir=directory, provider=self.get)
-        return reg.factory(context)
+        return _build(reg, context)
 
     def built(self, kind: str) -> list[str]:
         """Names of the providers of ``kind`` built so far (the ones a deployment actually uses)."""

@@ -9,6 +9,7 @@ from structlog.testing import capture_logs
 from gateway.api import ConfigError, PluginError, Tool, ToolPack, hookimpl
 from gateway.plugin_manager import create_plugin_manager
 from gateway.testing import running_gateway
+from tests.gateway.sample_plugin import sample_config
 
 BUILT_INS = {
     "embedders": {"embedder:local", "embedder:gemini"},
@@ -208,6 +209,38 @@ async def test_a_pack_whose_tools_cannot_be_served_is_named_at_start(tmp_path, t
     config = {"gateway": {"data_dir": str(tmp_path)}, "packs": {"enabled": ["odd"]}}
     with pytest.raises(PluginError, match=r"^pack 'odd' \(plugin 'odd'\): (?s:.*)" + message):
         async with running_gateway(config, extra_plugins=[("odd", Plugin())]):
+            pass
+
+
+class _HalfLimiter:
+    async def hit(self, rule, identity, cost=1, now=None):  # no peek, no close
+        raise AssertionError("never called")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("factory", "message"),
+    [
+        (lambda context: 1 / 0, r"its factory failed: ZeroDivisionError"),
+        (lambda context: None, r"its factory returned NoneType, not a RateLimiter \(missing: close, hit, peek\)"),
+        (lambda context: _HalfLimiter(), r"its factory returned _HalfLimiter, not a RateLimiter \(missing: close, peek\)"),
+    ],
+)
+async def test_a_provider_that_fails_to_build_is_named_not_the_plugin_that_asked(tmp_path, sample, factory, message):
+    class Provider:
+        @hookimpl
+        def gateway_register_providers(self, register):
+            register("rate_limiter", "shaky", factory)
+
+    config = sample_config(
+        tmp_path,
+        providers={"rate_limiter": "shaky"},
+        pipeline={"interceptors": [{"name": "rate_limit"}]},
+        plugins={"interceptor": {"rate_limit": {"rules": [{"name": "r", "tools": ["echo_echo"], "limit": 1}]}}},
+    )
+    plugins = [("sample", sample), ("provplug", Provider())]
+    with pytest.raises(PluginError, match=r"rate_limiter provider 'shaky' \(plugin 'provplug'\): " + message):
+        async with running_gateway(config, extra_plugins=plugins):
             pass
 
 
