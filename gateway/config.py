@@ -302,8 +302,12 @@ def resolve(loaded: LoadedConfig, registry: Registry) -> LoadedConfig:
     def need_provider(kind: str, name: str, key: str) -> None:
         table = registry.providers.get(kind, {})
         if name not in table:
+            elsewhere = sorted(other for other, offered in registry.providers.items() if name in offered)
+            hint = (
+                f"; {name!r} is registered as a provider of kind {', '.join(map(repr, elsewhere))}" if elsewhere else ""
+            )
             raise ConfigError(
-                f"{src}: '{key}': no {kind} provider {name!r} is installed (installed: {_installed(table)})"
+                f"{src}: '{key}': no {kind} provider {name!r} is installed (installed: {_installed(table)}){hint}"
             )
         selected.append(table[name])
 

@@ -71,6 +71,17 @@ def test_provider_not_installed_lists_installed(tmp_path, sample):
         prepare(config, extra_plugins=[("sample", sample)])
 
 
+def test_a_provider_registered_under_another_kind_is_pointed_out(tmp_path, sample):
+    class Misfiled:
+        @hookimpl
+        def gateway_register_providers(self, register):
+            register("ratelimiter", "redis", lambda context: None)
+
+    config = sample_config(tmp_path, providers={"rate_limiter": "redis"})
+    with pytest.raises(ConfigError, match=r"'redis' is registered as a provider of kind 'ratelimiter'$"):
+        prepare(config, extra_plugins=[("sample", sample), ("misfiled", Misfiled())])
+
+
 def test_plugin_tables_are_validated_by_their_plugin(tmp_path, sample):
     config = sample_config(tmp_path, plugins={"echo": {"greting": "typo"}})
     with pytest.raises(ConfigError, match=r"unknown key 'plugins.echo.greting'"):
