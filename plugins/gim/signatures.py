@@ -157,7 +157,7 @@ def _strip_log_prefix(line: str) -> str:
     return rest if len(rest.strip(" \t*")) >= 2 else line
 
 
-def _normalise_line(line: str, components: list[str]) -> str:
+def _normalise_line(line: str, components: list[str], *, keep_numbers: bool = False) -> str:
     line = _PROMPT.sub("", line)
     line = _GUTTER.sub("", line)
     line = _URL.sub(lambda m: m["skip"] + m["url"].split("://", 1)[1].split("/", 1)[0], line)
@@ -169,10 +169,23 @@ def _normalise_line(line: str, components: list[str]) -> str:
     line = _PLACEHOLDER.sub(" ", line)
     line = _GLUED_VERSION.sub(r"\1", line)
     line = _VERSION.sub(" ", line)
-    line = _NUMBER.sub(" ", line)
+    if not keep_numbers:
+        line = _NUMBER.sub(" ", line)
     line = _strip_log_prefix(line)
     line = _SPACES.sub(" ", line).strip(" \t*")
     return line
+
+
+def failure_line(text: str, signature: ErrorSignature) -> str | None:
+    """The line of ``text`` that states the failure (the signature's last key line) as a reader wants it: free of
+    paths, versions, addresses and line numbers like the key line, but with its numbers (``[Errno 13]``,
+    ``HTTP 404``) kept."""
+    if not signature.key_lines:
+        return None
+    for raw_line in _clean(text).splitlines():
+        if raw_line.strip() and _normalise_line(raw_line, []) == signature.key_lines[-1]:
+            return _normalise_line(raw_line, [], keep_numbers=True)
+    return None
 
 
 def normalise_error(text: str) -> ErrorSignature:

@@ -13,7 +13,13 @@ from __future__ import annotations
 import re
 
 from gateway_plugins.gim.models import FixBundle
-from gateway_plugins.gim.signatures import ErrorSignature, lexical_tokens, normalise_error, normalise_text
+from gateway_plugins.gim.signatures import (
+    ErrorSignature,
+    failure_line,
+    lexical_tokens,
+    normalise_error,
+    normalise_text,
+)
 
 __all__ = [
     "COMBINED",
@@ -89,5 +95,5 @@ def canonical_title(description: str, error_message: str | None, signature: Erro
     first = next((line for line in description.splitlines() if line.strip()), description)
     copied = bool(error_message) and first.strip() in (error_message or "")
     if (copied or not first.strip()) and signature.key_lines:
-        return _shorten(signature.key_lines[-1])
+        return _shorten(failure_line(error_message or description, signature) or signature.key_lines[-1])
     return _shorten(normalise_text(first)) or _shorten(signature.head) or "Untitled issue"

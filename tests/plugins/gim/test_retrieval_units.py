@@ -109,7 +109,19 @@ def test_texts_and_titles() -> None:
     assert baseline_query_text("E: boom") == "Error: E: boom\nRoot cause: \nFix: "
     error = 'File "/home/u/a.py", line 3\nValueError: bad value 42'
     sig = normalise_error(error)
-    assert canonical_title("ValueError: bad value 42", error, sig) == "ValueError: bad value"
+    assert canonical_title("ValueError: bad value 42", error, sig) == "ValueError: bad value 42"
+    for failure, title in [  # the failure line, free of paths and versions, its numbers kept
+        (
+            "PermissionError: [Errno 13] Permission denied: '/home/u/x.txt'",
+            "PermissionError: [Errno 13] Permission denied: 'x.txt'",
+        ),
+        (
+            "requests.exceptions.HTTPError: 404 Client Error for url: https://api.x.com/v2/items",
+            "requests.exceptions.HTTPError: 404 Client Error for url: api.x.com",
+        ),
+        ("ImportError: numpy 1.26.4 is required", "ImportError: numpy is required"),
+    ]:
+        assert canonical_title(failure, failure, normalise_error(failure)) == title
     assert canonical_title("Parser rejects negative ids", error, sig) == "Parser rejects negative ids"
     assert len(canonical_title("word " * 100, None, sig)) <= 120
 
