@@ -38,7 +38,7 @@ from gateway.api.registry import (
     ProviderContext,
 )
 from gateway.config import LoadedConfig, errors_name_the_file
-from gateway.plugin_manager import Registration, Registry, plugin_bugs_named
+from gateway.plugin_manager import Registration, Registry
 
 log = structlog.get_logger(__name__)
 
@@ -68,18 +68,31 @@ def _members(protocol: type) -> set[str]:
     }
 
 
+class ProviderBroken(PluginError):
+    """A provider's factory failed with a bug, or built something that is not the kind's protocol."""
+
+    def __init__(self, who: str, reason: str) -> None:
+        super().__init__(f"{who}: {reason}")
+        self.reason = reason
+
+
 def _build(reg: Registration, context: ProviderContext) -> Any:
-    """Run ``reg``'s factory: a bug in it, or a result that is not the kind's protocol, names the provider and
-    its plugin (a :class:`ProviderUnavailable` passes unchanged)."""
+    """Run ``reg``'s factory: a bug in it, or a result that is not the kind's protocol, is a
+    :class:`ProviderBroken` naming the provider and its plugin (a :class:`GatewayError` passes unchanged)."""
     who = f"{reg.kind} provider {reg.name!r} (plugin {reg.plugin!r})"
-    with plugin_bugs_named(who, "its factory"):
+    try:
         provider = reg.factory(context)
+    except GatewayError:
+        raise
+    except Exception as exc:
+        raise ProviderBroken(who, f"its factory failed: {type(exc).__name__}: {exc}") from exc
     protocol = _PROTOCOLS.get(reg.kind)
     if protocol is not None and not isinstance(provider, protocol):
         missing = sorted(name for name in _members(protocol) if not hasattr(provider, name))
-        raise PluginError(
-            f"{who}: its factory returned {type(provider).__name__}, not a {protocol.__name__}"
-            + (f" (missing: {', '.join(missing)})" if missing else "")
+        raise ProviderBroken(
+            who,
+            f"its factory returned {type(provider).__name__}, not a {protocol.__name__}"
+            + (f" (missing: {', '.join(missing)})" if missing else ""),
         )
     return provider
 
@@ -184,13 +197,9 @@ class ProviderHub:
                 except ProviderUnavailable as exc:
                     log.info("embedder skipped", embedder=name, reason=exc.reason)
                     members.append((name, exc))
-                except GatewayError:
-                    raise
-                except Exception as exc:  # a plugin's bug: that link is out, named, and the chain falls back
-                    log.exception("embedder factory failed", embedder=name)
-                    members.append(
-                        (name, ProviderUnavailable(name, f"its factory failed: {type(exc).__name__}: {exc}"))
-                    )
+                except ProviderBroken as exc:  # a plugin's bug: that link is out, named, and the chain falls back
+                    log.error("embedder factory failed", embedder=name, exc_info=exc)
+                    members.append((name, ProviderUnavailable(name, exc.reason)))
             cfg = self._loaded.config.providers
             self._embeddings = EmbedderChain(
                 members,
