@@ -49,7 +49,8 @@ def as_jsonrpc_error(status: int, body: bytes, rpc_id: Any) -> dict[str, Any] | 
     """``body`` of an error response at ``status`` as a JSON-RPC error, or ``None`` when it already is one.
 
     The envelope's ``error`` object becomes ``data`` (its ``message`` the JSON-RPC message); a text body becomes
-    the message of a fresh envelope error; an empty body is described by the status' reason phrase.
+    the message of a fresh envelope error; an empty body is described by why the SDK sends one (a 406: what the
+    client must accept), else by the status' reason phrase.
     """
     try:
         parsed = json.loads(body) if body else None
@@ -70,7 +71,16 @@ def as_jsonrpc_error(status: int, body: bytes, rpc_id: Any) -> dict[str, Any] | 
     }
 
 
+_EMPTY_BODY_REASONS = {
+    406: "Not Acceptable: the client must accept application/json, and text/event-stream where the server may stream "
+    "its answer (send Accept: application/json, text/event-stream)",
+}
+"""Why the SDK refused, for the statuses it answers with no body (the 2026-07-28 era's 406)."""
+
+
 def _reason(status: int) -> str:
+    if status in _EMPTY_BODY_REASONS:
+        return _EMPTY_BODY_REASONS[status]
     try:
         return f"HTTP {status} {HTTPStatus(status).phrase}"
     except ValueError:

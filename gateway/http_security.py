@@ -1,7 +1,8 @@
 """The request checks in front of MCP and the REST facade: Host and Origin, credentials, and tool scopes.
 
 For every path but ``/health`` and ``/.well-known/...`` (public by design), and ``/metrics`` when configured public
-(``transport.metrics``), in this order:
+(``transport.metrics``), in this order (the ``/.well-known/`` documents get the first check, on ``Host`` only: they
+describe the server as the client addressed it):
 
 1. ``Host`` must be a loopback name, the bound address, or in ``transport.allowed_hosts`` (DNS-rebinding
    protection; 421 otherwise), and ``Origin``, when sent, a loopback origin or in ``transport.allowed_origins``
@@ -32,15 +33,16 @@ from urllib.parse import parse_qsl
 
 import structlog
 from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.api.context import Principal
 from gateway.api.errors import Forbidden, InternalError, ToolError, Unauthenticated, ValidationFailed
 from gateway.asgi_body import buffered
 from gateway.http_auth import HttpAuth
-from gateway.http_errors import error_envelope, tool_error_detail
+from gateway.http_errors import error_body, error_envelope, tool_error_detail
 from gateway.runtime import GatewayRuntime
-from gateway.wire import message_problem
+from gateway.wire import Rejection, rejection
 
 log = structlog.get_logger(__name__)
 
@@ -99,10 +101,10 @@ def scope_refusal(
     if served is None:
         return None
     tool = served.tool
-    if not tool.visible_to(principal):
-        scope = tool.scope
-    elif isinstance(arguments, Mapping):
+    if isinstance(arguments, Mapping):  # the scope this call needs, also when the caller holds none of the tool's
         scope = tool.scope_for(arguments)
+    elif not tool.visible_to(principal):
+        scope = tool.scope
     else:
         return None
     if principal.allows(scope):
@@ -161,10 +163,17 @@ class SecurityMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
+        if scope["type"] == "http" and path.startswith("/.well-known/"):
+            try:  # a document that may name the server by the Host it was asked for (no transport.public_url)
+                self._check_host(Headers(scope=scope))
+            except ToolError as err:
+                await self._refuse(err, scope, receive, send)
+                return
         if scope["type"] != "http" or is_public(path) or path in self.open_paths or scope.get("method") == "OPTIONS":
             await self.app(scope, receive, send)
             return
         message: Any = None
+        body = b""
         if path == self.mcp_path and scope.get("method") == "POST":
             body, receive = await buffered(receive)
             message = _json(body)
@@ -177,8 +186,8 @@ class SecurityMiddleware:
             await self._refuse(err, scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal
-        if message is not None and (problem := message_problem(message)):  # the SDK: a pydantic dump, or silence
-            await self._refuse(ValidationFailed(f"Invalid Request: {problem}"), scope, receive, send)
+        if message is not None and (rejected := rejection(body, message)) is not None:
+            await self._reject(rejected, scope, receive, send)  # the SDK: a pydantic dump without the id, or silence
             return
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() not in self.secret_headers]
         if path == self.mcp_path and self.auth.enabled:
@@ -201,7 +210,7 @@ class SecurityMiddleware:
 
         return tracking_send
 
-    async def _admit(self, scope: Scope, headers: Headers, message: Any, *, anonymous: bool = False) -> Principal:
+    def _check_host(self, headers: Headers) -> None:
         host = headers.get("host", "")
         if not matches(host, self.hosts):
             raise ToolError(
@@ -210,6 +219,9 @@ class SecurityMiddleware:
                 http_status=421,
                 details={"reason": "host"},
             )
+
+    async def _admit(self, scope: Scope, headers: Headers, message: Any, *, anonymous: bool = False) -> Principal:
+        self._check_host(headers)
         origin = headers.get("origin")
         if origin is not None and not matches(origin, self.origins):
             raise Forbidden(
@@ -252,6 +264,22 @@ class SecurityMiddleware:
             err = InternalError("authentication failed unexpectedly; the server log has the details")
             log.exception("authenticator failed", authenticator=getattr(authenticator, "name", "?"))
             raise err from exc
+
+    async def _reject(self, rejected: Rejection, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer a body that is no JSON-RPC message as stdio answers such a line (:func:`gateway.wire.rejection`),
+        at 400 with the envelope's error as ``data``."""
+        data = error_body(400, rejected.message, detail=tool_error_detail(ValidationFailed(rejected.message)))
+        answer = rejected.to_json()
+        answer["error"]["data"] = data
+        log.info(
+            "request refused",
+            status=400,
+            code=rejected.code,
+            path=scope.get("path"),
+            correlation_id=data["correlation_id"],
+        )
+        response = JSONResponse(answer, status_code=400, headers={"X-Correlation-ID": data["correlation_id"]})
+        await response(scope, receive, send)
 
     async def _refuse(self, err: ToolError, scope: Scope, receive: Receive, send: Send) -> None:
         headers: dict[str, str] = {}

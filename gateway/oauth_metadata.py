@@ -8,11 +8,18 @@ and ``GET /.well-known/oauth-protected-resource`` (the root form older clients u
 
 An MCP client that gets a 401 follows the challenge's ``resource_metadata`` URL here, then asks the authorization
 server for a token whose audience is ``resource``. The documents are public and readable from any origin.
+
+``authorization_servers`` lists only issuers that are URLs (RFC 9728 §2 takes RFC 8414 issuer identifiers: ``https``,
+no query or fragment; ``http`` is accepted for a loopback host); an issuer that is a plain name, as the gateway's
+own issuer may be, is left out, with a warning at start. Without ``transport.public_url`` the resource URL is
+derived from the request: :mod:`gateway.http_security` checks the ``Host`` of these paths against the allowed hosts
+(421 otherwise), so a document only ever names a host the gateway serves and may be cached.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import structlog
 from starlette.middleware.cors import CORSMiddleware
@@ -26,6 +33,7 @@ from gateway.runtime import GatewayRuntime
 log = structlog.get_logger(__name__)
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 
 def metadata_paths(mcp_path: str) -> list[str]:
@@ -43,14 +51,29 @@ def resource_url(runtime: GatewayRuntime, request: Request | None = None) -> str
     return f"{request.url.scheme}://{request.url.netloc}{t.path}"
 
 
+def is_issuer_url(issuer: str) -> bool:
+    """Whether ``issuer`` is an RFC 8414 issuer identifier: an ``https`` URL (``http`` for a loopback host) with a
+    host and no query or fragment."""
+    try:
+        parts = urlsplit(issuer)
+        host = parts.hostname
+    except ValueError:
+        return False
+    if not host or parts.query or parts.fragment or "?" in issuer or "#" in issuer:
+        return False
+    return parts.scheme == "https" or (parts.scheme == "http" and host in _LOOPBACK)
+
+
 def metadata_document(runtime: GatewayRuntime, auth: HttpAuth, request: Request | None = None) -> dict[str, Any]:
-    return {
-        "resource": resource_url(runtime, request),
-        "authorization_servers": list(auth.issuers),
-        "scopes_supported": required_scopes(runtime),
-        "bearer_methods_supported": ["header"],
-        "resource_name": runtime.name,
-    }
+    """The RFC 9728 document; ``authorization_servers`` is left out when no issuer is a URL."""
+    servers = [issuer for issuer in auth.issuers if is_issuer_url(issuer)]
+    document: dict[str, Any] = {"resource": resource_url(runtime, request)}
+    if servers:
+        document["authorization_servers"] = servers
+    document.update(
+        scopes_supported=required_scopes(runtime), bearer_methods_supported=["header"], resource_name=runtime.name
+    )
+    return document
 
 
 def protected_resource_routes(runtime: GatewayRuntime, auth: HttpAuth) -> list[BaseRoute]:
@@ -71,7 +94,14 @@ def protected_resource_routes(runtime: GatewayRuntime, auth: HttpAuth) -> list[B
 
 def _check_consistency(runtime: GatewayRuntime, auth: HttpAuth) -> None:
     """Warn when the challenge will not lead clients here, or when tokens minted for this resource would be
-    refused (their audience is the resource URL, RFC 8707)."""
+    refused (their audience is the resource URL, RFC 8707), and when an issuer cannot be published."""
+    for issuer in auth.issuers:
+        if not is_issuer_url(issuer):
+            log.warning(
+                "the protected-resource metadata leaves out an issuer that is not a URL (RFC 9728 names authorization "
+                "servers by their https issuer URL)",
+                issuer=issuer,
+            )
     bearer = auth.challenge("Bearer")
     announced = bearer.params.get("resource_metadata") if bearer else None
     resource = resource_url(runtime)

@@ -4,7 +4,9 @@ document generated from the same pydantic models (:mod:`gateway.rest_openapi`).
 
 Every request sits behind :class:`gateway.http_security.SecurityMiddleware`, which puts the caller's principal on
 ``request.state`` (public routes are admitted without credentials). Errors, an unknown path (404) and a method a
-path does not serve (405, with ``Allow``) included, use the envelope of :mod:`gateway.http_errors`.
+path does not serve (405, with ``Allow``) included, use the envelope of :mod:`gateway.http_errors`. Every response
+is ``Cache-Control: no-store`` unless its route says otherwise: answers are per caller, and the token refresh
+carries tokens (RFC 6749 §5.1).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, compile_path
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from gateway.api.context import Principal
 from gateway.api.errors import ConfigError, ToolError
@@ -128,11 +131,16 @@ class RestApi:
         return mount
 
     def is_public(self, method: str, path: str) -> bool:
-        """Whether ``method path`` is a public route (admitted without credentials)."""
-        return any(entry.public and entry.serves(method) and regex.match(path) for entry, regex in self._entries)
+        """Whether ``method path`` is admitted without credentials: a public route, or a public route's path asked
+        with a method no route of that path serves (405 whoever asks, as the answer does not depend on who)."""
+        matched = [entry for entry, regex in self._entries if regex.match(path)]
+        if any(entry.public and entry.serves(method) for entry in matched):
+            return True
+        return any(entry.public for entry in matched) and not any(entry.serves(method) for entry in matched)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
+        send = _not_stored(send)
         allowed: list[str] = []
         for entry, regex in self._entries:
             match = regex.match(path)
@@ -153,7 +161,7 @@ class RestApi:
             response = error_envelope(404, f"no REST route {path}")
         await response(scope, receive, send)
 
-    def _challenge(self, err: ToolError) -> dict[str, str]:
+    def _challenge(self, err: ToolError | None) -> dict[str, str]:
         value = self.auth.authenticator.challenge(err) if self.auth.authenticator is not None else None
         return {"WWW-Authenticate": value} if value else {}
 
@@ -220,3 +228,17 @@ class RestApi:
     async def _openapi(self, request: Request) -> Response:
         principal = _principal(self.runtime, request)
         return JSONResponse(openapi_document(self.runtime, self.auth, principal, self.served))
+
+
+def _not_stored(send: Send) -> Send:
+    """``send``, adding ``Cache-Control: no-store`` to a response that sets no ``Cache-Control`` of its own."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = MutableHeaders(raw=list(message.get("headers", [])))
+            if "cache-control" not in headers:
+                headers["Cache-Control"] = "no-store"
+                message = {**message, "headers": headers.raw}
+        await send(message)
+
+    return sending

@@ -36,7 +36,8 @@ from gateway.runtime import GatewayRuntime
 log = structlog.get_logger(__name__)
 
 Location = Literal["path", "query", "body"]
-Challenge = Callable[[ToolError], dict[str, str]]
+Challenge = Callable[[ToolError | None], dict[str, str]]
+"""The ``WWW-Authenticate`` header for a refusal (``None``: the bare challenge of the configured authentication)."""
 
 
 def is_json(content_type: str | None) -> bool:
@@ -224,6 +225,8 @@ class ServedRoute:
             )
         if err.http_status in (401, 403) and not self.route.public:
             headers = {**headers, **self._challenge(err)}
+        elif err.http_status == 401:  # a public route refused what the body carried (a refresh token), not the
+            headers = {**headers, **self._challenge(None)}  # request's credentials: still a challenge (RFC 9110)
         return tool_error_response(err, cid, headers)
 
 

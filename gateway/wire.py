@@ -8,8 +8,12 @@ to the SDK, which validates a result before sending it.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from gateway.api.resources import (
     Prompt,
@@ -204,3 +208,111 @@ def message_kind(message: dict[str, Any]) -> str | None:
     if "error" in message:
         return "JSONRPCError"
     return "JSONRPCResponse" if "result" in message else None
+
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+_UNREAD: Any = object()
+_RequestId = Annotated[int, Field(strict=True)] | str
+
+
+class JSONRPCRequest(BaseModel):
+    jsonrpc: Literal["2.0"]
+    id: _RequestId
+    method: str
+    params: dict[str, Any] | None = None
+
+
+class JSONRPCNotification(BaseModel):
+    jsonrpc: Literal["2.0"]
+    method: str
+    params: dict[str, Any] | None = None
+
+
+class JSONRPCResponse(BaseModel):
+    jsonrpc: Literal["2.0"]
+    id: _RequestId
+    result: dict[str, Any]
+
+
+class ErrorData(BaseModel):
+    code: int
+    message: str
+    data: Any = None
+
+
+class JSONRPCError(BaseModel):
+    jsonrpc: Literal["2.0"]
+    id: _RequestId | None
+    error: ErrorData
+
+
+JSONRPC_ENVELOPES: TypeAdapter[Any] = TypeAdapter(JSONRPCRequest | JSONRPCNotification | JSONRPCResponse | JSONRPCError)
+"""The JSON-RPC 2.0 envelopes exactly as the SDK declares them (``mcp.types.jsonrpc_message_adapter``: the same
+pydantic types and names, so the same verdicts and messages), here so the check needs no SDK."""
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """The JSON-RPC error answering a stdio line or an HTTP body that is no message the gateway can answer."""
+
+    code: int
+    """:data:`PARSE_ERROR` or :data:`INVALID_REQUEST`."""
+    message: str
+    id: str | int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": self.id, "error": {"code": self.code, "message": self.message}}
+
+
+def rejection(text: str | bytes, value: Any = _UNREAD) -> Rejection | None:
+    """How to answer ``text`` (a stdio line, an HTTP request body) when it is not a JSON-RPC message the gateway
+    can answer, else None; ``value`` is ``text`` decoded, when the caller has it. Every transport answers alike:
+
+    * not JSON: ``-32700`` ``Parse error: ...``, id null;
+    * a batch or a scalar, or a request whose id is null, a fraction or a boolean (it would read as a
+      notification, and nothing would answer it): ``-32600`` ``Invalid Request: ...`` (:func:`message_problem`),
+      id null;
+    * an object that is no JSON-RPC 2.0 message: ``-32600`` ``Invalid Request: <field>: <problem>`` (at most three,
+      for the kind of message it tries to be), with the id it carries when that is a string or an integer.
+    """
+    if value is not _UNREAD and _well_formed(value):  # what clients send, decided without pydantic
+        return _id_rejection(value)
+    try:
+        JSONRPC_ENVELOPES.validate_json(text)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+    else:
+        return _id_rejection(json.loads(text) if value is _UNREAD else value)
+    if any(error["type"] == "json_invalid" for error in errors):
+        reason = errors[0]["msg"].removeprefix("Invalid JSON: ")
+        return Rejection(PARSE_ERROR, f"Parse error: the line is not JSON ({reason})")
+    value = json.loads(text) if value is _UNREAD else value
+    if not isinstance(value, dict):
+        return Rejection(INVALID_REQUEST, f"Invalid Request: {message_problem(value)}")
+    rpc_id = value.get("id")
+    branch = message_kind(value)
+    problems = [
+        f"{'.'.join(str(part) for part in error['loc'][1:]) or '(message)'}: {error['msg']}"
+        for error in errors
+        if error["loc"][:1] == (branch,)
+    ]
+    detail = "; ".join(problems[:3]) or "not a JSON-RPC 2.0 request, notification or response"
+    return Rejection(INVALID_REQUEST, f"Invalid Request: {detail}", rpc_id if _is_request_id(rpc_id) else None)
+
+
+def _well_formed(value: Any) -> bool:
+    """A request or notification the envelopes accept (its id is :func:`message_problem`'s to check)."""
+    if not isinstance(value, dict) or value.get("jsonrpc") != "2.0" or not isinstance(value.get("method"), str):
+        return False
+    params = value.get("params")
+    return params is None or isinstance(params, dict)
+
+
+def _id_rejection(value: Any) -> Rejection | None:
+    problem = message_problem(value)
+    return Rejection(INVALID_REQUEST, f"Invalid Request: {problem}") if problem else None
+
+
+def _is_request_id(value: Any) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)

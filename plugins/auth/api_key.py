@@ -36,6 +36,7 @@ from gateway_plugins.auth.keys import (
     new_key,
     normalize_scopes,
     parse_key,
+    rotation_refusal,
 )
 
 log = structlog.get_logger(__name__)
@@ -148,7 +149,9 @@ class ApiKeyAuthenticator:
         self, key_id: str, *, grace: timedelta = timedelta(0), expires_at: datetime | None = None
     ) -> tuple[IssuedKey, ApiKeyInfo]:
         """Issue a key with the same name, tenant and scopes, and retire the old one after ``grace`` (at once
-        by default). Returns the new key and the old key's updated record."""
+        by default). The new key expires at ``expires_at``, by default when the old one would have. Only a live
+        key never rotated before can be rotated (:class:`gateway.api.ValidationFailed` otherwise). Returns the
+        new key and the old key's updated record."""
         self._check_id(key_id)
         if grace < timedelta(0):
             raise ValidationFailed("the grace period cannot be negative")
@@ -157,11 +160,13 @@ class ApiKeyAuthenticator:
         if current is None:
             raise NotFound(f"no API key with id {key_id}")
         now = self._clock()
+        if (refusal := rotation_refusal(current.info, now)) is not None:
+            raise refusal
         info_fields = self._validated(
             name=current.info.name,
             scopes=current.info.scopes,
             tenant=current.info.tenant,
-            expires_at=expires_at,
+            expires_at=current.info.expires_at if expires_at is None else expires_at,
             now=now,
         )
         new_id, full_key = new_key()

@@ -172,10 +172,12 @@ def revoke(key_id: str) -> None:
 @keys.command("rotate")
 @click.argument("key_id")
 @click.option("--grace", type=Duration(), help="Keep the old key working this long (default: retire it now).")
-@click.option("--expires-in", type=Duration(), help="Lifetime of the new key.")
-@click.option("--expires-at", type=Timestamp(), help="Expiry of the new key as ISO-8601.")
+@click.option("--expires-in", type=Duration(), help="Lifetime of the new key (default: the old key's expiry).")
+@click.option("--expires-at", type=Timestamp(), help="Expiry of the new key as ISO-8601 (default: the old key's).")
 def rotate(key_id: str, grace: timedelta | None, expires_in: timedelta | None, expires_at: datetime | None) -> None:
-    """Issue a replacement key (same name, tenant and scopes) and retire the old one."""
+    """Issue a replacement key (same name, tenant, scopes and expiry) and retire the old one.
+
+    Only a live key can be rotated, once: an expired, revoked or already rotated key is refused."""
     expiry = _expiry(expires_in, expires_at)
     issued, old = _run(lambda m: m.rotate_key(key_id, grace=grace or timedelta(0), expires_at=expiry))
     retired = f"revoked at {_when(old.revoked_at)}" if old.revoked_at else f"expires at {_when(old.expires_at)}"

@@ -55,10 +55,15 @@ MIGRATIONS = (
             )
         """,
     ),
+    Migration(
+        version=2,
+        name="api_keys_replaced_by",
+        sql="ALTER TABLE auth_api_keys ADD COLUMN replaced_by TEXT",
+    ),
 )
 """The ``auth`` namespace's migrations (portable SQL: ``TIMESTAMPTZ`` takes and returns aware UTC datetimes)."""
 
-_COLUMNS = "id, name, tenant, scopes, created_at, expires_at, revoked_at"
+_COLUMNS = "id, name, tenant, scopes, created_at, expires_at, revoked_at, replaced_by"
 _INSERT = (
     "INSERT INTO auth_api_keys (id, name, tenant, scopes, secret_hash, hash_scheme, created_at, expires_at)"
     " VALUES (:id, :name, :tenant, :scopes, :secret_hash, :hash_scheme, :created_at, :expires_at)"
@@ -76,6 +81,8 @@ class ApiKeyInfo:
     created_at: datetime
     expires_at: datetime | None = None
     revoked_at: datetime | None = None
+    replaced_by: str | None = None
+    """The id of the key that replaced this one (``gateway keys rotate``); it stops working at its expiry."""
 
     def status(self, now: datetime) -> KeyStatus:
         if self.revoked_at is not None:
@@ -94,6 +101,7 @@ class ApiKeyInfo:
             "created_at": _iso(self.created_at),
             "expires_at": _iso(self.expires_at),
             "revoked_at": _iso(self.revoked_at),
+            "replaced_by": self.replaced_by,
             "status": self.status(now),
         }
 
@@ -163,6 +171,21 @@ def matches(full_key: str, stored: StoredKey) -> bool:
     return hmac.compare_digest(digest(full_key), stored.secret_hash)
 
 
+def rotation_refusal(info: ApiKeyInfo, now: datetime) -> ValidationFailed | None:
+    """Why ``info`` cannot be rotated at ``now``, or None. Only a live key that was never rotated can be: a
+    rotation hands on the key's lifetime, which an expired, revoked or already replaced key no longer has (and
+    rotating a replaced key again would leave two live successors)."""
+    status = info.status(now)
+    if status != "active":
+        return ValidationFailed(f"API key {info.id} is {status}: create a new key instead")
+    if info.replaced_by is not None:
+        return ValidationFailed(
+            f"API key {info.id} was already rotated (replaced by {info.replaced_by}): rotate that key, or create a "
+            "new key instead"
+        )
+    return None
+
+
 def normalize_scopes(scopes: Iterable[str]) -> frozenset[str]:
     """Scopes as a set; each must be an RFC 6749 scope token."""
     result = set()
@@ -210,20 +233,27 @@ class KeyTable:
 
     async def rotate(self, old_id: str, new: ApiKeyInfo, full_key: str, *, retire_at: datetime) -> ApiKeyInfo:
         """Insert ``new`` and retire ``old_id`` in one transaction: the old key stops working at ``retire_at``
-        (revoked now when ``retire_at`` is now, else its expiry is brought forward). Returns the old key."""
+        (revoked now when ``retire_at`` is now, else its expiry is brought forward) and records its successor.
+        Raises :class:`gateway.api.ValidationFailed` when the old key cannot be rotated (:func:`rotation_refusal`).
+        Returns the old key."""
+        now = new.created_at
         async with self._store.transaction() as tx:
             old = await _require(tx, old_id)
-            if old.revoked_at is not None:
-                raise ValidationFailed(f"API key {old_id} is revoked: create a new key instead")
+            if (refusal := rotation_refusal(old, now)) is not None:
+                raise refusal
             await tx.execute(_INSERT, _insert_params(new, full_key))
-            if retire_at <= new.created_at:
-                await tx.execute(
-                    "UPDATE auth_api_keys SET revoked_at = :now WHERE id = :id", {"id": old_id, "now": retire_at}
-                )
-            elif old.expires_at is None or old.expires_at > retire_at:
-                await tx.execute(
-                    "UPDATE auth_api_keys SET expires_at = :at WHERE id = :id", {"id": old_id, "at": retire_at}
-                )
+            revoked_at = retire_at if retire_at <= now else None
+            expires_at = old.expires_at
+            if revoked_at is None and (expires_at is None or expires_at > retire_at):
+                expires_at = retire_at
+            # the conditions again: of two concurrent rotations, the second finds the row taken and changes nothing
+            taken = await tx.execute(
+                "UPDATE auth_api_keys SET replaced_by = :new, revoked_at = :revoked_at, expires_at = :expires_at"
+                " WHERE id = :id AND replaced_by IS NULL AND revoked_at IS NULL",
+                {"id": old_id, "new": new.id, "revoked_at": revoked_at, "expires_at": expires_at},
+            )
+            if taken != 1:
+                raise ValidationFailed(f"API key {old_id} was rotated or revoked meanwhile: list the keys and retry")
             return await _require(tx, old_id)
 
 
@@ -256,6 +286,7 @@ def _info(row: dict[str, Any]) -> ApiKeyInfo:
         created_at=stored_datetime(row["created_at"]),
         expires_at=stored_datetime(row["expires_at"]) if row["expires_at"] is not None else None,
         revoked_at=stored_datetime(row["revoked_at"]) if row["revoked_at"] is not None else None,
+        replaced_by=row["replaced_by"],
     )
 
 

@@ -12,6 +12,7 @@ import anyio
 import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from gateway.http_errors import (
     JSONRPC_INVALID_REQUEST,
@@ -20,7 +21,11 @@ from gateway.http_errors import (
     error_body,
 )
 from gateway.http_jsonrpc import as_jsonrpc_error, request_id
+from gateway.mcp_adapter import line_error
+from gateway.mcp_adapter.sdk import mt
 from gateway.testing import http_gateway
+from gateway.wire import JSONRPC_ENVELOPES as wire_envelopes
+from gateway.wire import rejection
 from tests.gateway.http_support import (
     ACCEPT,
     INITIALIZE,
@@ -139,10 +144,13 @@ def test_the_sdks_own_plain_refusals_become_json_rpc(served: tuple[str, dict[str
     assert error["message"] == "Invalid Content-Type header" and error["data"]["code"] == "VALIDATION_ERROR"
     assert wrong_type.headers["X-Correlation-ID"] == error["data"]["correlation_id"]
     modern = {**headers, "Accept": "text/html", "MCP-Protocol-Version": "2026-07-28"}
-    not_acceptable = post_mcp(base, INITIALIZE, modern)
-    assert _rpc_error(not_acceptable, 406, INITIALIZE["id"], JSONRPC_INVALID_REQUEST)["message"] == (
-        "HTTP 406 Not Acceptable"
+    not_acceptable = _rpc_error(post_mcp(base, INITIALIZE, modern), 406, INITIALIZE["id"], JSONRPC_INVALID_REQUEST)
+    assert not_acceptable["data"]["code"] == "NOT_ACCEPTABLE" and not_acceptable["message"].startswith(
+        "Not Acceptable: the client must accept application/json"
     )
+    assert "text/event-stream" in not_acceptable["message"]
+    legacy = post_mcp(base, INITIALIZE, {**headers, "Accept": "text/html"})  # the SDK says why itself
+    assert legacy.status_code == 406 and "Client must accept" in legacy.json()["error"]["message"]
 
 
 def test_error_bodies_are_rewritten_once() -> None:
@@ -181,3 +189,80 @@ def test_a_body_that_is_no_message_is_an_invalid_request(
     assert error["message"] == f"Invalid Request: {text}" or text in error["message"], error
     refused = httpx.post(f"{base}/mcp", content=body, headers={**ACCEPT, "Content-Type": "application/json"})
     assert refused.status_code == 401  # authentication comes first
+
+
+NOT_MESSAGES = [  # objects the SDK's HTTP transport answered with -32602 and a pydantic dump, id null
+    '{"jsonrpc": "1.0", "id": 7, "method": "tools/list"}',
+    '{"id": 7, "method": "tools/list"}',
+    '{"jsonrpc": "2.0", "id": "q", "method": 5}',
+    '{"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": [1]}',
+    '{"jsonrpc": "2.0", "id": 7, "result": 5}',
+    '{"jsonrpc": "2.0", "id": 7, "error": {"code": "x"}}',
+    '{"jsonrpc": "2.0", "id": 7}',
+    '{"foo": 1}',
+]
+
+
+@pytest.mark.parametrize("era", ["session", "2026-07-28"])
+@pytest.mark.parametrize("body", NOT_MESSAGES)
+def test_an_invalid_message_is_answered_as_over_stdio(served: tuple[str, dict[str, str]], era: str, body: str) -> None:
+    base, headers = served
+    sent = {**headers, **ACCEPT, "Content-Type": "application/json"}
+    if era == "session":
+        opened = post_mcp(base, INITIALIZE, headers)
+        sent |= {"Mcp-Session-Id": opened.headers["Mcp-Session-Id"], "Mcp-Protocol-Version": "2025-06-18"}
+    else:
+        sent["MCP-Protocol-Version"] = era
+    stdio = line_error(body)
+    assert stdio is not None
+    error = _rpc_error(httpx.post(f"{base}/mcp", content=body, headers=sent), 400, stdio.id, JSONRPC_INVALID_REQUEST)
+    assert error["message"] == stdio.error.message and error["message"].startswith("Invalid Request: ")
+    assert error["data"]["code"] == "VALIDATION_ERROR" and "pydantic" not in error["message"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        *NOT_MESSAGES,
+        "this is not json",
+        "{not json",
+        "[1, 2]",
+        '"ping"',
+        "null",
+        '{"jsonrpc": "2.0", "id": null, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": true, "method": "ping"}',
+        '{"jsonrpc": "2.0", "id": 1.5, "result": {}}',
+        '{"jsonrpc": "2.0", "id": null, "error": {"code": -1, "message": "m"}}',
+        '{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": null}',
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        '{"jsonrpc": "2.0", "method": "notifications/x", "params": 3}',
+        '{"jsonrpc": "2.0", "id": "a", "result": {"x": 1}}',
+    ],
+)
+def test_one_check_answers_lines_and_bodies(line: str) -> None:
+    """:func:`gateway.wire.rejection` reads a message as the SDK's own envelopes do (the same verdict and the same
+    errors), whether it is handed the text alone (stdio) or the decoded value too (the HTTP endpoint)."""
+    sdk, ours = (_verdict(adapter, line) for adapter in (mt.jsonrpc_message_adapter, wire_envelopes))
+    assert ours == sdk
+    expected = rejection(line)
+    if sdk is not None:
+        assert expected is not None  # what the SDK would not read is answered
+    try:
+        decoded = json.loads(line)
+    except ValueError:
+        return
+    again = rejection(line.encode(), decoded)  # as the HTTP endpoint calls it
+    assert _fields(again) == _fields(expected)
+
+
+def _fields(refusal: Any) -> tuple[Any, ...] | None:
+    return None if refusal is None else (refusal.id, refusal.code, refusal.message)
+
+
+def _verdict(adapter: Any, line: str) -> list[tuple[Any, ...]] | None:
+    try:
+        adapter.validate_json(line)
+    except ValidationError as exc:
+        return [(e["type"], e["loc"], e["msg"]) for e in exc.errors(include_url=False)]
+    return None

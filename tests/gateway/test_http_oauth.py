@@ -21,7 +21,7 @@ from structlog.testing import capture_logs
 
 from gateway.api import ConfigError
 from gateway.http_auth import Challenge, describe_auth, parse_challenges
-from gateway.oauth_metadata import protected_resource_routes
+from gateway.oauth_metadata import is_issuer_url, protected_resource_routes
 from gateway.testing import http_gateway, running_gateway
 from tests.gateway.http_support import (
     ISSUER,
@@ -128,6 +128,49 @@ async def test_a_challenge_that_misses_the_metadata_is_reported(tmp_path: Path) 
     assert warnings["tokens minted for this resource (audience = resource URL) would be refused"]["audiences"] == [
         "api"
     ]
+
+
+def test_an_issuer_that_is_not_a_url_is_left_out_and_reported(tmp_path: Path) -> None:
+    cfg = _jwt_config(tmp_path, issuer=["context-engine", ISSUER])
+    with capture_logs() as logs, http_gateway(cfg, extra_plugins=PLUGINS) as (base, _):
+        document = httpx.get(f"{base}{WELL_KNOWN}/mcp").json()
+    assert document["authorization_servers"] == [ISSUER]  # RFC 9728 §2: issuer identifiers are URLs
+    warned = [e for e in logs if e["log_level"] == "warning" and "not a URL" in e["event"]]
+    assert [e["issuer"] for e in warned] == ["context-engine"]
+    (tmp_path / "alone").mkdir()
+    alone = _jwt_config(tmp_path / "alone", issuer="context-engine")
+    with http_gateway(alone, extra_plugins=PLUGINS) as (base, _):
+        assert "authorization_servers" not in httpx.get(f"{base}{WELL_KNOWN}").json()
+
+
+@pytest.mark.parametrize(
+    ("issuer", "published"),
+    [
+        (ISSUER, True),
+        ("https://login.example.com/realms/acme", True),
+        ("http://localhost:8080/realms/dev", True),  # a local identity provider in development
+        ("http://idp.example.com/", False),  # RFC 8414: https
+        ("context-engine", False),
+        ("https://idp.example.com/?tenant=a", False),
+        ("https://idp.example.com/#x", False),
+        ("urn:example:idp", False),
+    ],
+)
+def test_which_issuers_are_urls(issuer: str, published: bool) -> None:
+    assert is_issuer_url(issuer) is published
+
+
+def test_a_document_derived_from_the_host_is_served_only_for_a_served_host(tmp_path: Path) -> None:
+    cfg = _jwt_config(tmp_path, public_url=None, resource_metadata_url=None)
+    with http_gateway(cfg, extra_plugins=PLUGINS) as (base, _):
+        port = base.rsplit(":", 1)[1]
+        for path in (WELL_KNOWN, WELL_KNOWN + "/mcp"):
+            forged = httpx.get(f"{base}{path}", headers={"Host": "evil.example"})
+            assert forged.status_code == 421 and forged.json()["error"]["detail"]["reason"] == "host"
+            assert "evil.example/mcp" not in forged.text and "cache-control" not in forged.headers
+            served = httpx.get(f"{base}{path}", headers={"Host": f"localhost:{port}"})
+            assert served.status_code == 200 and served.json()["resource"] == f"http://localhost:{port}/mcp"
+            assert served.headers["cache-control"] == "public, max-age=300"  # it names only a host served here
 
 
 # -- OpenAPI ---------------------------------------------------------------------------------------------------

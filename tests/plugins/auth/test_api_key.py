@@ -236,5 +236,48 @@ async def test_rotate_refuses_revoked_and_unknown_keys(auth: ApiKeyAuthenticator
     assert len(await auth.list_keys()) == 1  # the failed rotation left nothing behind
 
 
+async def test_rotate_refuses_expired_and_already_rotated_keys(auth: ApiKeyAuthenticator, clock: Clock) -> None:
+    expiring = await auth.create_key(name="svc", scopes=[], tenant="t", expires_at=clock() + timedelta(hours=1))
+    old = await auth.create_key(name="svc", scopes=[], tenant="t")
+    successor, retired = await auth.rotate_key(old.info.id, grace=timedelta(hours=1))
+    assert retired.replaced_by == successor.info.id
+    with pytest.raises(ValidationFailed, match="already rotated"):  # in its grace period: one successor only
+        await auth.rotate_key(old.info.id)
+    clock.advance(timedelta(hours=2))
+    with pytest.raises(ValidationFailed, match="expired: create a new key instead"):
+        await auth.rotate_key(expiring.info.id)
+    with pytest.raises(ValidationFailed, match="expired: create a new key instead"):  # after its grace period
+        await auth.rotate_key(old.info.id, grace=timedelta(hours=1))
+    keys = await auth.list_keys()
+    assert len(keys) == 3 and [k.id for k in keys if k.status(clock()) == "active"] == [successor.info.id]
+
+
+async def test_the_replacement_keeps_the_old_keys_expiry(auth: ApiKeyAuthenticator, clock: Clock) -> None:
+    ends = clock() + timedelta(days=30)
+    old = await auth.create_key(name="svc", scopes=["a"], tenant="t", expires_at=ends)
+    new, _ = await auth.rotate_key(old.info.id, grace=timedelta(hours=1))
+    assert new.info.expires_at == ends
+    assert {k.id: k.expires_at for k in await auth.list_keys()}[new.info.id] == ends
+    clock.advance(timedelta(days=30))
+    assert (await _reason(auth, new.key))[0] == "expired"  # a rotation is no way to outlive the key's expiry
+
+
+async def test_of_two_concurrent_rotations_one_wins(auth: ApiKeyAuthenticator) -> None:
+    old = await auth.create_key(name="svc", scopes=[], tenant="t")
+    outcomes: list[object] = []
+
+    async def rotate() -> None:
+        try:
+            outcomes.append((await auth.rotate_key(old.info.id, grace=timedelta(hours=1)))[0])
+        except ValidationFailed as exc:
+            outcomes.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(rotate)
+        tg.start_soon(rotate)
+    assert sum(isinstance(o, ValidationFailed) for o in outcomes) == 1
+    assert len(await auth.list_keys()) == 2  # the refused rotation left nothing behind
+
+
 async def test_challenge_names_the_header(store: RelationalStore) -> None:
     assert ApiKeyAuthenticator(store, realm="acme").challenge() == 'ApiKey realm="acme", header="X-API-Key"'

@@ -153,6 +153,21 @@ def test_rotate_with_grace(config: Path) -> None:
     assert entries[new.split("_")[1]]["name"] == "ci" and entries[new.split("_")[1]]["tenant"] == "acme"
 
 
+def test_rotate_keeps_the_expiry_and_refuses_a_rotated_key(config: Path) -> None:
+    old, _ = create(config, "--expires-in", "30d")
+    old_id = old.split("_")[1]
+    expiry = listed(config)[0]["expires_at"]
+    result = gateway(config, "rotate", old_id, "--grace", "1h")
+    assert result.exit_code == 0, result.output
+    entries = {e["id"]: e for e in listed(config)}
+    new_id = result.stdout.strip().split("_")[1]
+    assert expiry is not None and entries[new_id]["expires_at"] == expiry  # not a key that never expires
+    assert entries[old_id]["replaced_by"] == new_id and entries[old_id]["expires_at"] < expiry
+    again = gateway(config, "rotate", old_id)
+    assert again.exit_code == 1 and "already rotated" in again.output and again.stdout == ""
+    assert len(listed(config)) == 2
+
+
 def test_parameter_types() -> None:
     assert Duration().convert("1w2d3h4m5s", None, None) == timedelta(days=9, hours=3, minutes=4, seconds=5)
     assert Duration().convert("90D", None, None) == timedelta(days=90)

@@ -51,7 +51,9 @@ def refused(response: httpx.Response, reason: str) -> None:
     assert response.status_code == 401, response.text
     error = response.json()["error"]
     assert error["code"] == "AUTHENTICATION_ERROR" and error["detail"]["reason"] == reason
-    assert "WWW-Authenticate" not in response.headers  # the refresh endpoint is not a protected resource
+    # a 401 carries a challenge (RFC 9110 §15.5.2): the bare one, as the request's credentials were not refused
+    assert response.headers["WWW-Authenticate"] == 'Bearer realm="gateway"'
+    assert response.headers["Cache-Control"] == "no-store"
 
 
 def test_issue_then_rotate_then_reuse_over_http_without_logging_a_token(config: Path) -> None:
@@ -66,6 +68,7 @@ def test_issue_then_rotate_then_reuse_over_http_without_logging_a_token(config: 
         assert httpx.get(f"{base}/api/v1/tools", headers=_bearer(first), timeout=30).status_code == 200
         rotated = refresh(base, first["refresh_token"])
         assert rotated.status_code == 200, rotated.text
+        assert rotated.headers["Cache-Control"] == "no-store"  # it carries tokens (RFC 6749 §5.1)
         second = rotated.json()
         assert set(second) == {"access_token", "refresh_token", "expires_in"} and second["expires_in"] == 900
         assert second["refresh_token"] != first["refresh_token"]
@@ -126,6 +129,18 @@ def test_without_issuing_there_is_no_refresh_route_and_no_tokens_command(config:
     with http_gateway(config) as (base, _runtime):
         response = refresh(base, "gwr_0123456789abcdef_" + "A" * 43)
     assert response.status_code == 401 and response.json()["error"]["detail"]["reason"] == "missing"
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_a_wrong_method_on_the_public_route_is_405_with_or_without_credentials(config: Path, method: str) -> None:
+    pair = json.loads(tokens_cli(config, "issue", "--subject", "ada", "--scopes", "").stdout)
+    with http_gateway(config) as (base, _runtime):
+        for headers in ({}, _bearer(pair)):
+            response = httpx.request(method, f"{base}/api/v1/auth/refresh", headers=headers, timeout=30)
+            assert response.status_code == 405, (headers, response.text)
+            assert response.headers["Allow"] == "POST" and response.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
+        hidden = httpx.request(method, f"{base}/api/v1/auth/elsewhere", timeout=30)
+        assert hidden.status_code == 401  # a path no public route serves still wants credentials first
 
 
 def _bearer(pair: dict[str, Any]) -> dict[str, str]:
