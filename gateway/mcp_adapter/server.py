@@ -3,7 +3,6 @@ Streamable HTTP (both protocol eras), or in-process for tests, benchmarks and ``
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -11,7 +10,7 @@ from typing import Any
 
 import anyio
 import structlog
-from pydantic import ValidationError
+from pydantic_core import from_json
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
@@ -196,10 +195,10 @@ class CheckedLines:
 
     def answer_through(self, write_stream: Any) -> AnswerWatch:
         """Send error responses to ``write_stream`` (the SDK's stream of outgoing messages); the stream to hand the
-        SDK's server instead of it, which notes the answers it takes."""
-        self._answers = AnswerWatch(write_stream, self._outstanding)
+        SDK's server instead of it, which notes the answers it takes (a refusal here answers no request read)."""
+        self._answers = write_stream
         self._ready.set()
-        return self._answers
+        return AnswerWatch(write_stream, self._outstanding)
 
     def __aiter__(self) -> CheckedLines:
         return self
@@ -237,35 +236,18 @@ def line_error(line: str) -> mt.JSONRPCError | None:
 
 
 def read_line(line: str) -> tuple[Any, mt.JSONRPCError | None]:
-    """The JSON-RPC message a stdio ``line`` carries and None, or None and the error answering it."""
+    """The JSON value a stdio ``line`` carries and None when it is a JSON-RPC message, else None and the error
+    answering it (:func:`gateway.wire.rejection`, as over HTTP). The line is read by the SDK's own JSON parser
+    (pydantic's), so what passes here the SDK reads too."""
     try:
-        message = mt.jsonrpc_message_adapter.validate_json(line, by_name=False)
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-    else:  # a request whose id is not one reads as a notification: the SDK would answer nothing
-        if (
-            isinstance(message, mt.JSONRPCNotification)
-            and '"id"' in line
-            and (problem := wire.message_problem(json.loads(line)))
-        ):
-            return None, _rpc_error(None, mt.INVALID_REQUEST, f"Invalid Request: {problem}")
-        return message, None
-    if any(error["type"] == "json_invalid" for error in errors):
-        reason = errors[0]["msg"].removeprefix("Invalid JSON: ")
-        return None, _rpc_error(None, mt.PARSE_ERROR, f"Parse error: the line is not JSON ({reason})")
-    value = json.loads(line)
-    if not isinstance(value, dict):
-        return None, _rpc_error(None, mt.INVALID_REQUEST, f"Invalid Request: {wire.message_problem(value)}")
-    rpc_id = value.get("id")
-    rpc_id = rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
-    branch = wire.message_kind(value)
-    problems = [
-        f"{'.'.join(str(part) for part in error['loc'][1:]) or '(message)'}: {error['msg']}"
-        for error in errors
-        if error["loc"][:1] == (branch,)
-    ]
-    detail = "; ".join(problems[:3]) or "not a JSON-RPC 2.0 request, notification or response"
-    return None, _rpc_error(rpc_id, mt.INVALID_REQUEST, f"Invalid Request: {detail}")
+        value = from_json(line)
+    except ValueError:
+        refused = wire.rejection(line)  # it says why, in pydantic's words
+    else:
+        refused = wire.rejection(line, value)
+    if refused is not None:
+        return None, _rpc_error(refused.id, refused.code, refused.message)
+    return value, None
 
 
 def _rpc_error(rpc_id: str | int | None, code: int, message: str) -> mt.JSONRPCError:

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from gateway.mcp_adapter.sdk import SessionMessage, mt
+from gateway.mcp_adapter.sdk import SessionMessage, cancelled_request_id_from_params, coerce_request_id, mt
 
 __all__ = ["AnswerWatch", "Outstanding"]
 
@@ -30,19 +30,23 @@ class Outstanding:
     def __len__(self) -> int:
         return sum(self._ids.values())
 
-    def read(self, message: Any) -> None:
-        """Note ``message``, read from the client."""
-        if isinstance(message, mt.JSONRPCRequest):
-            self._ids[message.id] = self._ids.get(message.id, 0) + 1
-        elif isinstance(message, mt.JSONRPCNotification) and message.method == _CANCELLED:
-            request_id = (message.params or {}).get("requestId")
-            if isinstance(request_id, str | int):
-                self._settle(request_id)
+    def read(self, message: dict[str, Any]) -> None:
+        """Note ``message`` (a JSON-RPC message as JSON), read from the client. Ids correlate as the SDK's do
+        (``"7"`` and ``7`` are one)."""
+        if "method" not in message:
+            return  # a response to a request of the server's
+        if "id" in message:
+            key = coerce_request_id(message["id"])
+            self._ids[key] = self._ids.get(key, 0) + 1
+        elif message["method"] == _CANCELLED:
+            request_id = cancelled_request_id_from_params(message.get("params"))
+            if request_id is not None:
+                self._settle(coerce_request_id(request_id))
 
     def answered(self, message: Any) -> None:
-        """Note ``message``, written to the client."""
+        """Note ``message``, written to the client by the SDK's server."""
         if isinstance(message, mt.JSONRPCResponse | mt.JSONRPCError) and message.id is not None:
-            self._settle(message.id)
+            self._settle(coerce_request_id(message.id))
 
     def _settle(self, request_id: Any) -> None:
         count = self._ids.pop(request_id, 0)

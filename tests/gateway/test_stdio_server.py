@@ -32,6 +32,8 @@ BROKEN = {  # the line sent → (the id answered, the JSON-RPC code, text in the
     '{"jsonrpc": "2.0", "id": null, "method": "ping"}': (None, -32600, "id is a string or an integer, not null"),
     '{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}': (None, -32600, "id is a string or an integer, not a number"),
     '{"jsonrpc": "2.0", "id": true, "method": "ping"}': (None, -32600, "id is a string or an integer, not a boolean"),
+    "[" * 5000 + "]" * 5000: (None, -32700, "recursion limit exceeded"),  # Python's own parser would crash here
+    '{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"x": "\\ud800"}}': (None, -32700, "hex escape"),
 }
 SIGNALS = [signal.SIGTERM, signal.SIGINT]
 
