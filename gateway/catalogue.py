@@ -129,7 +129,7 @@ class Catalogue:
                     continue
             self.resources[resource.uri] = (pack_name, resource)
         for template in pack.resource_templates():
-            self.templates.append((pack_name, template, UriTemplate(template.uri_template)))
+            self._add_template(pack_name, template, strict)
         for prompt in pack.prompts():
             full = prefix + prompt.name
             if full in self.prompts:
@@ -139,6 +139,20 @@ class Catalogue:
                 if prompt.upstream is not None or held.upstream is None:
                     continue
             self.prompts[full] = (pack_name, prompt)
+
+    def _add_template(self, pack_name: str, template: ResourceTemplate, strict: bool) -> None:
+        """As a resource: one entry per URI template; a remote one is left out (logged), a local one takes it back."""
+        for index, (other, taken, _) in enumerate(self.templates):
+            if taken.uri_template != template.uri_template:
+                continue
+            message = (
+                f"resource template {template.uri_template!r} is offered by pack {other!r} and by pack {pack_name!r}"
+            )
+            self._clash(strict and template.upstream is None and taken.upstream is None, f"{message}; enable one")
+            if template.upstream is None and taken.upstream is not None:
+                self.templates[index] = (pack_name, template, UriTemplate(template.uri_template))
+            return
+        self.templates.append((pack_name, template, UriTemplate(template.uri_template)))
 
     def tool_view(self) -> Mapping[str, tuple[str, Tool[Any, Any]]]:
         """``{full name: (pack, tool)}``, live: it follows catalogue changes (for interceptors)."""

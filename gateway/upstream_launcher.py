@@ -9,8 +9,11 @@ when the gateway dies (``prctl(PR_SET_PDEATHSIG)``; elsewhere it notices within 
 changed), then starts COMMAND in the same process group, handing it its stdin/stdout (the MCP stdio wire) and
 stderr, and keeping no copy of the wire itself, so the server's exit is seen at once. It then waits:
 
-- COMMAND exits: whatever it left behind in the group (an ``npx`` child, say) is sent SIGTERM, and the script
-  exits with COMMAND's status;
+- COMMAND exits: whatever it left behind in the group (an ``npx`` child, say) is sent SIGTERM, and SIGKILL if it
+  is still there after the grace period (a leftover holding the wire would keep the gateway from seeing the exit);
+  then the script exits with COMMAND's status (by SIGKILL, with the group, when something had to be killed). On
+  Linux the script is the group's child subreaper (``PR_SET_CHILD_SUBREAPER``), so it sees when the last leftover
+  is gone; elsewhere a forked helper sends the SIGKILL after the grace period;
 - the gateway dies, or the script is sent SIGTERM/SIGINT/SIGHUP (the gateway stopping the server): the whole group
   gets SIGTERM, and after a grace period SIGKILL.
 
@@ -30,18 +33,29 @@ import time
 
 GRACE_SECONDS = 2.0
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 _SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 
 
-def set_parent_death_signal(sig: int) -> bool:
-    """Ask the kernel to send ``sig`` to this process when its parent exits (Linux only); True if it did."""
+def _prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)`` (Linux only); True if it succeeded."""
     if not sys.platform.startswith("linux"):
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+        return libc.prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def set_parent_death_signal(sig: int) -> bool:
+    """Ask the kernel to send ``sig`` to this process when its parent exits (Linux only); True if it did."""
+    return _prctl(PR_SET_PDEATHSIG, int(sig))
+
+
+def become_subreaper() -> bool:
+    """Have the orphans among this process's descendants reparented to it, not to init (Linux only)."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 def _signal_group(sig: int) -> None:
@@ -51,14 +65,52 @@ def _signal_group(sig: int) -> None:
         pass
 
 
-def _stop_group(child: subprocess.Popen[bytes]) -> int:
+def _reap(command: subprocess.Popen[bytes]) -> bool:
+    """Collect every child of this group that exited (COMMAND, and orphans handed to a subreaper); True while one
+    is left. A descendant that left the group (``setsid``) is not waited for: the group's signals miss it."""
+    while True:
+        try:
+            pid, status = os.waitpid(-os.getpgrp(), os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+        if pid == command.pid:
+            command.returncode = os.waitstatus_to_exitcode(status)
+
+
+def _wait_children(seconds: float, command: subprocess.Popen[bytes]) -> bool:
+    """Reap children for up to ``seconds``; True once none is left."""
+    deadline = time.monotonic() + seconds
+    while _reap(command):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _stop_group(command: subprocess.Popen[bytes]) -> int:
     """SIGTERM to the group, SIGKILL after the grace period; returns the exit status for this script."""
     _signal_group(signal.SIGTERM)  # this script has SIGTERM blocked, so it survives to escalate
-    deadline = time.monotonic() + GRACE_SECONDS
-    while child.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_children(GRACE_SECONDS, command)
     _signal_group(signal.SIGKILL)  # also ends this script: nothing of the group may outlive it
     return 128 + signal.SIGTERM
+
+
+def _end_leftovers(command: subprocess.Popen[bytes], subreaper: bool) -> int:
+    """COMMAND exited: SIGTERM to what it left in the group, SIGKILL to whatever outlasts the grace period."""
+    status = command.returncode
+    assert status is not None
+    _signal_group(signal.SIGTERM)  # this script has SIGTERM blocked
+    if subreaper:  # every leftover is a child of this script now: it knows when the last one is gone
+        if not _wait_children(GRACE_SECONDS, command):
+            _signal_group(signal.SIGKILL)  # also ends this script: a leftover ignored SIGTERM
+    elif os.fork() == 0:  # no subreaper: a helper in the group kills what is left (and itself) after the grace
+        os.close(2)  # the server's stderr ends with the server's group, not with this helper
+        time.sleep(GRACE_SECONDS)
+        _signal_group(signal.SIGKILL)
+        os._exit(0)
+    return status if status >= 0 else 128 - status
 
 
 def _next_signal(timeout: float, received: list[int]) -> int | None:
@@ -85,6 +137,7 @@ def main(argv: list[str]) -> int:
         for sig in _SIGNALS - {signal.SIGCHLD}:
             signal.signal(sig, lambda signum, _frame: received.append(signum))
     set_parent_death_signal(signal.SIGTERM)
+    subreaper = become_subreaper()
     if os.getppid() != gateway_pid:  # the gateway died before the death signal was armed
         return 1
     try:
@@ -98,10 +151,9 @@ def main(argv: list[str]) -> int:
     os.dup2(devnull, 1)
     os.close(devnull)
     while True:
-        status = child.poll()
-        if status is not None:
-            _signal_group(signal.SIGTERM)  # leftovers of the server; this script has SIGTERM blocked
-            return status if status >= 0 else 128 - status
+        _reap(child)
+        if child.returncode is not None:
+            return _end_leftovers(child, subreaper)
         if os.getppid() != gateway_pid:
             return _stop_group(child)
         signum = _next_signal(1.0, received)

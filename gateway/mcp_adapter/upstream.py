@@ -23,7 +23,6 @@ from gateway.api.upstream import (
     UpstreamTarget,
 )
 from gateway.mcp_adapter.sdk import (
-    DEFAULT_MAX_SSE_EVENT_SIZE,
     MCP_NAME_HEADER,
     MODERN_PROTOCOL_VERSIONS,
     Client,
@@ -53,6 +52,12 @@ _KINDS: dict[type, ListKind] = {
 
 
 _CLIENT_INFO = mt.Implementation(name="mcp-gateway", version=__version__)
+
+MAX_EVENT_BYTES = 64 * 1024 * 1024
+"""The largest server-sent event an HTTP upstream's answer may hold, in both eras (the SDK's default, 1 MiB, would
+refuse a result the same server answers as plain JSON); a larger one fails its call with ``upstream_error``."""
+_EVENT_TOO_LARGE = "byte limit"
+"""In the SDK's message for an event past the limit (``Server-sent event exceeded the N byte limit.``)."""
 
 
 def _checked_tool_result(answer: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +126,7 @@ class SdkWire:
                     event_hooks={"response": [note_expiry]},
                 )
             )
-            transport: Any = streamable_http_client(target.url, http_client=http)
+            transport: Any = streamable_http_client(target.url, http_client=http, max_sse_event_size=MAX_EVENT_BYTES)
             mode = target.protocol
         else:
             executable, args = launcher_argv(target.command)
@@ -163,7 +168,7 @@ class SdkWire:
             protocol_version=version,
             meta=_envelope(version),
             routing=routing,
-            max_event_bytes=DEFAULT_MAX_SSE_EVENT_SIZE,
+            max_event_bytes=MAX_EVENT_BYTES,
         )
         await direct.start()
         stack.push_async_callback(direct.aclose)
@@ -206,6 +211,8 @@ class SdkWire:
         except MCPError as exc:
             if self._expired:
                 raise UpstreamSessionExpired(f"the server no longer knows the session: {exc.message}") from None
+            if exc.code == mt.CONNECTION_CLOSED and _EVENT_TOO_LARGE in exc.message:  # the session is fine
+                raise UpstreamRequestFailed(f"the answer exceeds {MAX_EVENT_BYTES} bytes: {exc.message}") from None
             if exc.code == mt.CONNECTION_CLOSED:
                 raise UpstreamConnectionLost(exc.message) from None
             raise UpstreamRequestFailed(exc.message, code=exc.code, data=exc.data) from None

@@ -21,15 +21,22 @@ def upstream_unavailable(server: str, reason: str, *, state: str, retry_after: f
     )
 
 
-def upstream_timeout(server: str, seconds: float, *, queued: bool) -> ToolError:
-    """The call did not finish within the server's ``call_timeout_seconds`` (it was cancelled upstream)."""
+def upstream_timeout(server: str, seconds: float, *, queued: bool, queued_for: float = 0.0) -> ToolError:
+    """The call did not finish within the server's ``call_timeout_seconds`` (it was cancelled upstream).
+
+    ``queued``: it never got a free slot; ``queued_for``: the seconds it waited for the slot it got (told, with
+    ``details.queued_seconds``, when they were a tenth of a second or more)."""
     where = "waiting for a free slot" if queued else "waiting for the answer"
+    details: dict[str, Any] = {"upstream": server, "timeout_seconds": seconds, "queued": queued}
+    if not queued and queued_for >= 0.1:
+        where += f", after {queued_for:.1f} s queued for a free slot"
+        details["queued_seconds"] = round(queued_for, 3)
     return ToolError(
         f"upstream server {server!r} did not answer within {seconds:g} s ({where})",
         code="upstream_timeout",
         http_status=504,
         retryable=True,
-        details={"upstream": server, "timeout_seconds": seconds, "queued": queued},
+        details=details,
     )
 
 

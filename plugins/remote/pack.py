@@ -53,7 +53,7 @@ class RemotePack(ToolPack):
             Upstream(server, context.upstreams, context.data_dir, context.catalogue_changed)
             for server in config.servers
         ]
-        self._clashes_told: set[tuple[str, str]] = set()
+        self._clashes_told: set[tuple[str, str, str]] = set()
 
     async def start(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -77,18 +77,20 @@ class RemotePack(ToolPack):
                     continue
                 full = upstream.config.prefix + tool.name
                 if full in seen:
-                    if (full, upstream.name) not in self._clashes_told:  # once, not at every listing or scrape
-                        self._clashes_told.add((full, upstream.name))
-                        log.error(
-                            "remote tool name clash; give the servers distinct prefixes",
-                            tool=full,
-                            kept=seen[full],
-                            left_out=upstream.name,
-                        )
+                    self._clash("tool", full, seen[full], upstream.name)
                     continue
                 seen[full] = upstream.name
                 served.append((upstream, full, tool.name))
         return served
+
+    def _clash(self, kind: str, key: str, kept: str, left_out: str) -> None:
+        """Log, once per entry (not at every listing or scrape), that ``left_out`` offers what ``kept`` serves."""
+        if (kind, key, left_out) in self._clashes_told:
+            return
+        self._clashes_told.add((kind, key, left_out))
+        named = kind in ("tool", "prompt")
+        what = f"{kind} name clash; give the servers distinct prefixes" if named else f"{kind} clash; serve one of them"
+        log.error(f"remote {what}", **{kind.replace(" ", "_"): key}, kept=kept, left_out=left_out)
 
     def tools(self) -> Sequence[Tool[Any, Any]]:
         by_name = {(u.name, t.name): t for u in self.upstreams for t in u.catalogue.tools}
@@ -110,13 +112,14 @@ class RemotePack(ToolPack):
         return tools
 
     def resources(self) -> Sequence[Resource]:
-        seen: set[str] = set()
+        seen: dict[str, str] = {}
         resources = []
         for upstream in self.upstreams:
             for r in upstream.catalogue.resources:
                 if r.uri in seen:
+                    self._clash("resource", r.uri, seen[r.uri], upstream.name)
                     continue
-                seen.add(r.uri)
+                seen[r.uri] = upstream.name
                 read = self._reader(upstream, lambda _vars, uri=r.uri: uri)
                 resources.append(
                     Resource(
@@ -133,31 +136,39 @@ class RemotePack(ToolPack):
         return resources
 
     def resource_templates(self) -> Sequence[ResourceTemplate]:
-        return [
-            ResourceTemplate(
-                t.uri_template,
-                t.name,
-                self._reader(upstream, lambda variables, template=t.uri_template: expand(template, variables)),
-                t.description,
-                t.mime_type,
-                upstream.config.scope,
-                t.title,
-                upstream=upstream.name,
-                read_uri=self._uri_reader(upstream),  # the URI as asked goes upstream unchanged
-            )
-            for upstream in self.upstreams
-            for t in upstream.catalogue.templates
-        ]
+        seen: dict[str, str] = {}
+        templates = []
+        for upstream in self.upstreams:
+            for t in upstream.catalogue.templates:
+                if t.uri_template in seen:  # a URI it describes goes to the first server's template
+                    self._clash("resource template", t.uri_template, seen[t.uri_template], upstream.name)
+                    continue
+                seen[t.uri_template] = upstream.name
+                templates.append(
+                    ResourceTemplate(
+                        t.uri_template,
+                        t.name,
+                        self._reader(upstream, lambda variables, template=t.uri_template: expand(template, variables)),
+                        t.description,
+                        t.mime_type,
+                        upstream.config.scope,
+                        t.title,
+                        upstream=upstream.name,
+                        read_uri=self._uri_reader(upstream),  # the URI as asked goes upstream unchanged
+                    )
+                )
+        return templates
 
     def prompts(self) -> Sequence[Prompt]:
-        seen: set[str] = set()
+        seen: dict[str, str] = {}
         prompts = []
         for upstream in self.upstreams:
             for p in upstream.catalogue.prompts:
                 full = upstream.config.prefix + p.name
                 if full in seen:
+                    self._clash("prompt", full, seen[full], upstream.name)
                     continue
-                seen.add(full)
+                seen[full] = upstream.name
                 render = self._renderer(upstream, p.name)
                 prompts.append(
                     Prompt(full, render, p.description, p.arguments, p.title, upstream.config.scope, upstream.name)

@@ -103,6 +103,7 @@ class Upstream:
         self._poke: anyio.Event | None = None
         self._state_event: anyio.Event | None = None
         self._slots: anyio.Semaphore | None = None
+        self._connecting: anyio.CancelScope | None = None  # the attempt under way, which stop() abandons
 
     # -- life -----------------------------------------------------------------------------------------------
 
@@ -119,7 +120,10 @@ class Upstream:
                     await self._state_changed()
 
     async def stop(self) -> None:
+        """Stop supervising: a connection attempt under way is abandoned, a running server is stopped."""
         self._stopping = True
+        if self._connecting is not None:
+            self._connecting.cancel()
         self._wake()
         if self._task is not None:
             with anyio.move_on_after(15):
@@ -182,7 +186,7 @@ class Upstream:
         missing = self.config.missing_secrets()
         if missing:
             unset = ", ".join(f"{key} ({variable})" for key, variable in missing.items())
-            self._failed(f"secret environment variable unset: {unset}")
+            self._failed(f"secret environment variable unset: {unset}", True)
             return None
         broken = [
             field
@@ -190,8 +194,24 @@ class Upstream:
             if field.startswith("headers.") and _NOT_IN_A_HEADER.search(value)
         ]
         if broken:  # a token read from a file with its line ending: say which, never what
-            self._failed(f"secret value holds a line break or control character: {', '.join(broken)}")
+            self._failed(f"secret value holds a line break or control character: {', '.join(broken)}", True)
             return None
+        opened = None
+        with anyio.CancelScope() as self._connecting:  # stop() abandons an attempt under way
+            opened = await self._open()
+        self._connecting = None
+        if opened is None:
+            return None
+        session, catalogue = opened
+        self.session = session
+        self._expired = False
+        self._set_state("up")
+        log.info("upstream up", upstream=self.name, protocol=session.protocol_version, starts=self.starts)
+        await self._update_catalogue(catalogue)
+        return session
+
+    async def _open(self) -> tuple[UpstreamSession, RemoteCatalogue] | None:
+        """Connect and read what the server offers; None (the server down) if either fails."""
         try:
             session = await self._connector().connect(
                 self.name,
@@ -204,17 +224,15 @@ class Upstream:
             return None
         try:
             with anyio.fail_after(self.config.connect_timeout_seconds):
-                catalogue = await RemoteCatalogue.read(session)
+                return session, await RemoteCatalogue.read(session)
         except (UpstreamError, TimeoutError) as exc:
             await session.aclose()
             self._failed(f"listing what it offers failed: {exc or type(exc).__name__}")
-            return None
-        self.session = session
-        self._expired = False
-        self._set_state("up")
-        log.info("upstream up", upstream=self.name, protocol=session.protocol_version, starts=self.starts)
-        await self._update_catalogue(catalogue)
-        return session
+        except BaseException:  # stopped meanwhile
+            with anyio.CancelScope(shield=True):
+                await session.aclose()
+            raise
+        return None
 
     async def _serve(self, session: UpstreamSession) -> None:
         """Until the connection ends, the server is reaped, or we stop; re-reads the catalogue on change."""
@@ -257,9 +275,15 @@ class Upstream:
     def _scrub(self, text: str) -> str:
         return scrub_secrets(text, secret_values(self.config))
 
-    def _failed(self, reason: str) -> None:
+    def _failed(self, reason: str, permanent: bool = False) -> None:
+        """Down; retried after the backoff, or never when ``permanent`` (the config cannot change while we run)."""
         reason = self._scrub(reason)
         self.last_error = reason
+        if permanent:
+            self._next_attempt = math.inf
+            log.error("upstream down; not retried until the gateway restarts", upstream=self.name, error=reason)
+            self._set_state("down")
+            return
         self._next_attempt = time.monotonic() + self._backoff
         log.warning("upstream down", upstream=self.name, error=reason, retry_in=round(self._backoff, 3))
         self._backoff = min(self._backoff * 2, self.config.max_backoff_seconds)
@@ -299,9 +323,8 @@ class Upstream:
             if self._stopping:
                 raise upstream_unavailable(self.name, "the gateway is stopping", state=self.state)
             if self.state == "down" and self._next_attempt > deadline:
-                raise upstream_unavailable(
-                    self.name, self.last_error or "down", state="down", retry_after=self._next_attempt - now
-                )
+                retry = None if math.isinf(self._next_attempt) else self._next_attempt - now
+                raise upstream_unavailable(self.name, self.last_error or "down", state="down", retry_after=retry)
             if now >= deadline:
                 reason = f"not up within {self.config.call_timeout_seconds:g} s"
                 if self.last_error:
@@ -315,7 +338,8 @@ class Upstream:
         """Run ``request`` on the server: waits for it to be up and for a free slot, within the call timeout."""
         assert self._slots is not None
         timeout = self.config.call_timeout_seconds
-        deadline = time.monotonic() + timeout
+        arrived = time.monotonic()
+        deadline = arrived + timeout
         try:
             self._slots.acquire_nowait()
         except anyio.WouldBlock:  # every slot is taken: queue, within the call timeout
@@ -326,7 +350,7 @@ class Upstream:
         self._in_flight += 1
         self._last_used = time.monotonic()
         try:
-            return await self._attempt(request, deadline)
+            return await self._attempt(request, deadline, queued_for=self._last_used - arrived)
         finally:
             self._slots.release()
             self._in_flight -= 1
@@ -334,14 +358,18 @@ class Upstream:
             if self._in_flight == 0 and self._idle_timeout() is not None:
                 self._wake()  # the reaper, asleep while calls ran, counts idle time from here
 
-    async def _attempt(self, request: Callable[[UpstreamSession], Awaitable[Any]], deadline: float) -> Any:
+    async def _attempt(
+        self, request: Callable[[UpstreamSession], Awaitable[Any]], deadline: float, *, queued_for: float
+    ) -> Any:
+        """``queued_for``: the seconds the call waited for its slot, told by a timeout that spent them."""
         for attempt in (1, 2):
             session = await self._session_for(deadline)
             try:
                 with anyio.fail_after(max(deadline - time.monotonic(), 0.0)):
                     result = await request(session)
             except TimeoutError:
-                raise upstream_timeout(self.name, self.config.call_timeout_seconds, queued=False) from None
+                timeout = self.config.call_timeout_seconds
+                raise upstream_timeout(self.name, timeout, queued=False, queued_for=queued_for) from None
             except UpstreamSessionExpired as exc:
                 if attempt == 2:
                     raise upstream_unavailable(self.name, self._scrub(str(exc)), state=self.state) from None

@@ -7,8 +7,10 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+from gateway.upstream_launcher import GRACE_SECONDS
 from gateway.upstream_process import LAUNCHER, launcher_argv
 from tests.plugins.remote.support import alive, descendants, wait_until
 
@@ -85,3 +87,41 @@ def test_launcher_argv_ties_the_command_to_this_process() -> None:
     executable, args = launcher_argv(["node", "server.js"])
     assert executable == sys.executable
     assert args == ["-I", str(LAUNCHER), str(os.getpid()), "--", "node", "server.js"]
+
+
+def test_a_leftover_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
+    """It would hold the server's stdout open: the gateway would never see the server exit."""
+    left = tmp_path / "left.pid"
+    script = f"(trap '' TERM; exec sleep 600) & echo $! > {left}; sleep 0.5; exit 7"  # 0.5 s: the trap is set
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", str(LAUNCHER), str(os.getpid()), "--", "/bin/sh", "-c", script],
+            start_new_session=True,
+            stdout=subprocess.PIPE,  # read to its end: no process of the group may keep it open
+            timeout=GRACE_SECONDS + 10,
+        )
+        leftover = int(left.read_text())
+        assert wait_until(lambda: not alive(leftover), timeout=5), "the leftover outlived the launcher"
+        assert time.monotonic() - started < GRACE_SECONDS + 3
+        assert done.returncode in (7, -signal.SIGKILL)
+    finally:
+        if left.exists() and alive(int(left.read_text())):
+            os.kill(int(left.read_text()), signal.SIGKILL)
+
+
+def test_a_leftover_that_left_the_group_is_not_waited_for(tmp_path: Path) -> None:
+    """The group's signals cannot reach it, so waiting for it would only delay the exit (and lose its status)."""
+    left = tmp_path / "left.pid"
+    script = f"setsid sh -c 'echo $$ > {left}; exec sleep 600' >/dev/null 2>&1 & sleep 0.3; exit 3"
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", str(LAUNCHER), str(os.getpid()), "--", "/bin/sh", "-c", script],
+            start_new_session=True,
+            timeout=GRACE_SECONDS + 10,
+        )
+        assert done.returncode == 3 and time.monotonic() - started < GRACE_SECONDS
+    finally:
+        if left.exists() and alive(int(left.read_text())):
+            os.kill(int(left.read_text()), signal.SIGKILL)

@@ -49,8 +49,8 @@ def test_tools_and_plugins_show_each_remote_and_its_state(tmp_path: Path):
     assert "remote/ghost  stdio  down  0 tools" in text.stdout and "last error:" in text.stdout
     assert plugins.returncode == 0, plugins.stderr
     assert "remote = gateway_plugins.remote.plugin" in plugins.stdout
-    assert "remote: 10 tools" in plugins.stdout
-    assert "remote/py  stdio  idle  10 tools" in plugins.stdout
+    assert "remote: 13 tools" in plugins.stdout
+    assert "remote/py  stdio  idle  13 tools" in plugins.stdout
     assert "remote/ghost  stdio  down" in plugins.stdout and "missing-binary" in plugins.stdout
 
 

@@ -275,7 +275,7 @@ async def test_metrics_count_remote_calls_per_upstream(tmp_path: Path, py_http: 
 async def test_allow_and_deny_lists(tmp_path: Path, py_http: HttpUpstream):
     servers = [
         _server(py_http, name="only", prefix="a_", tools={"allow": ["echo", "add"]}),
-        _server(py_http, name="most", prefix="b_", tools={"deny": ["leak", "grow"]}),
+        _server(py_http, name="most", prefix="b_", tools={"deny": ["leak", "grow", "crash", "shout", "big"]}),
     ]
     async with running_gateway(remote_config(tmp_path, servers)) as client:
         names = {t.name for t in (await client.list_tools()).tools}

@@ -77,6 +77,27 @@ async def overlap(seconds: float) -> int:
     return _running["most"]
 
 
+@server.tool(description="Exit at once with status 7, without answering (a crash).")
+def crash() -> str:
+    os._exit(7)
+
+
+@server.tool(description="Write `size` bytes of 'y' to stderr, then a newline if `newline`; or `lines` short lines.")
+def shout(size: int = 0, lines: int = 0, newline: bool = True) -> str:
+    chunk = b"y" * min(size, 1 << 20)
+    for start in range(0, size, len(chunk) or 1):
+        os.write(2, chunk[: size - start])
+    os.write(2, b"\n" if newline else b"")
+    for n in range(lines):
+        os.write(2, f"line {n}\n".encode())
+    return "said"
+
+
+@server.tool(description="A text result of `size` characters.")
+def big(size: int) -> str:
+    return "x" * size
+
+
 @server.tool(description="The process id of this server.")
 def pid() -> int:
     return os.getpid()
@@ -147,6 +168,11 @@ def main() -> None:
     STATE.mkdir(parents=True, exist_ok=True)
     if said := os.environ.get("PY_SERVER_SAY_ENV"):  # a server that prints a variable of its own (its key)
         print(f"starting with {said}={os.environ.get(said)}", file=sys.stderr, flush=True)
+    if os.environ.get("PY_SERVER_STUBBORN_CHILD"):  # a helper in its group that ignores SIGTERM, holding stdout
+        import subprocess
+
+        script = f"trap '' TERM; sleep 300 & echo $$ $! > {STATE}/stubborn-$$.pids; wait"
+        subprocess.Popen(["/bin/sh", "-c", script])
     if os.environ.get("PY_SERVER_HANG_ONCE") and not (STATE / "hung-once").exists():
         (STATE / "hung-once").write_text("1")
         import time

@@ -1,0 +1,111 @@
+"""Stdio upstreams that fail in awkward ways: a crash whose helper ignores SIGTERM and holds the wire, a server
+stuck in ``initialize`` while the gateway stops, a secret that is unset, a call that times out after queueing."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from structlog.testing import capture_logs
+
+from gateway.testing import running_gateway
+from tests.plugins.remote.support import PY_SERVER, alive, eventually, py_stdio_server, remote_config, servers_under
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+ME = os.getpid()
+
+
+def _error(result: Any) -> dict[str, Any]:
+    assert result.is_error, result
+    return json.loads(result.content[0].text)["error"]
+
+
+def _helpers(state: Path) -> list[int]:
+    """The pids (sh, its sleep) of every TERM-ignoring helper a server started (PY_SERVER_STUBBORN_CHILD)."""
+    return [int(pid) for path in state.glob("stubborn-*.pids") for pid in path.read_text().split()]
+
+
+async def test_a_crash_whose_helper_ignores_sigterm_fails_at_once_and_restarts(tmp_path: Path):
+    """The helper inherited the server's stdout: left alive, it would hide the crash until every call timed out."""
+    state = tmp_path / "state"
+    server = {
+        **py_stdio_server(state, call_timeout_seconds=8, restart_backoff_seconds=0.2),
+        "env": {"PY_SERVER_STUBBORN_CHILD": "1"},
+    }
+    async with running_gateway(remote_config(tmp_path, [server])) as client:
+        upstream = client.runtime.packs["remote"].upstreams[0]
+        assert await eventually(lambda: len(_helpers(state)) == 2)
+        first = _helpers(state)
+        started = anyio.current_time()
+        crashed = _error(await client.call_tool("py_crash", {}))
+        took = anyio.current_time() - started
+        helpers_gone = await eventually(lambda: not any(alive(pid) for pid in first), timeout=10)
+        after = await client.call_tool("py_echo", {"text": "back"})
+        starts = upstream.starts
+        every = _helpers(state)
+    assert crashed["code"] == "upstream_unavailable" and crashed["details"]["upstream"] == "py", crashed
+    assert took < 5, f"the crash was seen after {took:.1f} s"
+    assert helpers_gone, [pid for pid in first if alive(pid)]
+    assert after.structured_content == {"result": "back"} and starts == 2
+    assert len(every) == 4 and await eventually(lambda: not any(alive(pid) for pid in every), timeout=10)
+
+
+async def test_stop_abandons_a_server_stuck_in_initialize(tmp_path: Path):
+    """Stopping does not wait for the connect timeout (60 s here) nor for the stop's own limit (15 s)."""
+    server = py_stdio_server(tmp_path / "state", connect_timeout_seconds=60)
+    async with running_gateway(remote_config(tmp_path, [server])):  # a catalogue copy: the next start is lazy
+        pass
+    hanging = {**server, "env": {"PY_SERVER_HANG_ONCE": "1"}}
+    async with running_gateway(remote_config(tmp_path, [hanging])) as client:
+        upstream = client.runtime.packs["remote"].upstreams[0]
+        upstream.want()
+        assert await eventually(lambda: (tmp_path / "state" / "hung-once").exists())
+        state = upstream.state
+        started = anyio.current_time()
+    stopped_in = anyio.current_time() - started
+    assert state == "starting"
+    assert stopped_in < 8, f"stopping took {stopped_in:.1f} s"
+    assert await eventually(lambda: not servers_under(ME, str(PY_SERVER)))
+
+
+async def test_a_server_whose_secret_is_unset_is_down_once_not_retried(tmp_path: Path, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY", raising=False)
+    plain = py_stdio_server(tmp_path / "state", restart_backoff_seconds=0.1, max_backoff_seconds=0.1)
+    async with running_gateway(remote_config(tmp_path, [plain])):  # a catalogue copy: its tools are listed
+        pass
+    server = {**plain, "env": {"API_KEY": {"env": "NO_SUCH_KEY"}}}
+    with capture_logs() as logs:
+        async with running_gateway(remote_config(tmp_path, [server])) as client:
+            upstream = client.runtime.packs["remote"].upstreams[0]
+            failed = [_error(await client.call_tool("py_echo", {"text": "x"})) for _ in range(3)]
+            await anyio.sleep(1)  # ten backoffs
+            starts, status = upstream.starts, upstream.status(0)
+    downs = [e for e in logs if e["event"].startswith("upstream down")]
+    assert starts == 1 and len(downs) == 1 and downs[0]["log_level"] == "error", downs
+    assert status.state == "down" and "NO_SUCH_KEY" in (status.last_error or "")
+    for error in failed:
+        assert error["code"] == "upstream_unavailable" and "NO_SUCH_KEY" in error["message"]
+        assert "retry_after" not in error["details"]
+
+
+async def test_a_timeout_after_queueing_for_a_slot_says_so(tmp_path: Path):
+    server = py_stdio_server(tmp_path / "state", max_concurrency=1, call_timeout_seconds=2)
+    async with running_gateway(remote_config(tmp_path, [server])) as client:
+        answers: dict[str, Any] = {}
+        async with anyio.create_task_group() as tg:
+
+            async def call(key: str, seconds: float) -> None:
+                answers[key] = await client.call_tool("py_slow", {"seconds": seconds, "steps": 1})
+
+            tg.start_soon(call, "first", 1.2)
+            await anyio.sleep(0.3)
+            tg.start_soon(call, "queued", 5)
+    assert not answers["first"].is_error
+    error = _error(answers["queued"])
+    assert error["code"] == "upstream_timeout" and error["details"]["queued"] is False
+    assert "queued for a free slot" in error["message"] and 0.5 < error["details"]["queued_seconds"] < 2, error
