@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from gateway.api import CallContext, FieldKind, NotFound, ValidationFailed
@@ -169,8 +170,24 @@ async def confirm_fix(core: GimCore, args: ConfirmFixInput, ctx: CallContext) ->
     )
 
 
+RECORDED_BY_THE_TOOLS = frozenset({"search", "fix_retrieved", "fix_confirmed", "issue_submitted"})
+"""Events the tools record themselves: a client that also reports one (as the spec's example does) is not counted
+twice."""
+REPORT_WINDOW = timedelta(minutes=15)
+"""How far from its time a reported event finds the one a tool recorded for the same caller and issue."""
+
+
 async def report_usage(core: GimCore, args: ReportUsageInput, ctx: CallContext) -> ReportUsageOutput:
+    from gateway_plugins.gim.core import utcnow
+
     issue_id = await resolve_master(core, args.issue_id) if args.issue_id else None
+    if args.event_type in RECORDED_BY_THE_TOOLS:
+        around = min(args.timestamp, utcnow())
+        known = await core.repo.latest_event(
+            core.store, args.event_type, ctx.principal.key, issue_id, around - REPORT_WINDOW, around + REPORT_WINDOW
+        )
+        if known is not None:
+            return ReportUsageOutput(status="recorded", event_id=known)
     event_id = await core.record_event(
         args.event_type,
         ctx,

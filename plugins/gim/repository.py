@@ -346,6 +346,19 @@ class Repository:
 
     # -- usage ---------------------------------------------------------------------------------------------------
 
+    async def latest_event(
+        self, db: Db, event_type: str, principal: str, issue_id: str | None, start: datetime, end: datetime
+    ) -> str | None:
+        """The id of ``principal``'s latest ``event_type`` event about ``issue_id`` (any issue when None) between
+        ``start`` and ``end``."""
+        issue = "" if issue_id is None else " AND issue_id = :issue"
+        row = await db.fetch_one(
+            "SELECT id FROM gim_usage_events WHERE event_type = :type AND principal = :principal "
+            f"AND ts >= :start AND ts <= :end{issue} ORDER BY ts DESC LIMIT 1",
+            {"type": event_type, "principal": principal, "start": start, "end": end, "issue": issue_id},
+        )
+        return str(row["id"]) if row else None
+
     async def insert_event(self, db: Db, row: Mapping[str, Any]) -> None:
         await db.execute(
             "INSERT INTO gim_usage_events (id, event_type, issue_id, session_id, principal, model, provider, success, "

@@ -120,7 +120,8 @@ def build_tools(core: GimCore) -> list[Tool[Any, Any]]:
             name="gim_report_usage",
             description=(
                 "Report usage event to GIM server for analytics. Searches, fix retrievals, confirmations and "
-                "submissions are recorded automatically; use this for other events such as fix_applied."
+                "submissions are recorded automatically (reporting one your call just made returns its event, counted "
+                "once); use this for other events such as fix_applied."
             ),
             input_model=ReportUsageInput,
             output_model=ReportUsageOutput,

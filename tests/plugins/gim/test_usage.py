@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,27 @@ async def test_stats_resources(gim: Any) -> None:
     assert per_issue["verification_count"] == 1 and per_issue["failure_count"] == 0  # the votes beside the events
     assert per_issue["resolution_rate"] == 0.5
     assert per_issue["last_queried_at"] is not None and per_issue["last_resolved_at"] is not None
+
+
+@pytest.mark.anyio
+async def test_reporting_what_a_tool_recorded_counts_it_once(gim: Any) -> None:
+    """The spec's own example reports a ``fix_retrieved``; the tools record it already."""
+    created = await call(gim, "gim_submit_issue", submission(NUMPY_ERROR, NUMPY_CAUSE, actions=NUMPY_ACTIONS))
+    issue = created["master_issue_id"]
+    await call(gim, "gim_get_fix_bundle", {"issue_id": issue})
+    await call(gim, "gim_confirm_fix", {"issue_id": issue, "success": True})
+    now = datetime.now(UTC).isoformat()
+    reported = {"issue_id": issue, "session_id": "s", "timestamp": now}
+    retrieved = await call(gim, "gim_report_usage", {**reported, "event_type": "fix_retrieved"})
+    again = await call(gim, "gim_report_usage", {**reported, "event_type": "fix_retrieved"})
+    await call(gim, "gim_report_usage", {**reported, "event_type": "fix_confirmed"})
+    assert retrieved["status"] == "recorded" and again["event_id"] == retrieved["event_id"]
+    per_issue = await _read(gim, f"gim://issues/{issue}/stats")
+    assert per_issue["total_fix_retrieved"] == 1 and per_issue["total_fix_applied"] == 1
+    assert per_issue["total_resolved"] == 1 and per_issue["resolution_rate"] == 1.0
+    stale = {**reported, "event_type": "fix_retrieved", "timestamp": "2025-01-27T10:00:00Z"}  # not this call's
+    assert (await call(gim, "gim_report_usage", stale))["event_id"] != retrieved["event_id"]
+    assert (await _read(gim, f"gim://issues/{issue}/stats"))["total_fix_retrieved"] == 2
 
 
 def test_cli_gim_stats(tmp_path: Path, data_dir: Path) -> None:
