@@ -1,8 +1,12 @@
 """The HTTP error envelope of the Context Engine spec, shared by the security middleware and the REST facade:
-``{"error": {"code", "message", "detail", "correlation_id", "retryable"}}`` (+ ``retry_after`` on 429).
+``{"error": {"code", "message", "detail", "correlation_id", "retryable"}}`` (+ ``retry_after`` on 429, a whole
+number of seconds, and ``details`` when there is more to say).
 
-``code`` is the spec's category for the HTTP status (``VALIDATION_ERROR``, ``AUTHENTICATION_ERROR``...); the
-tool-level code (``sanitization_failed``, ``rate_limit_exceeded``...) and its details go in ``detail``.
+``code`` is the spec's category for the HTTP status (``VALIDATION_ERROR``, ``AUTHENTICATION_ERROR``...).
+``detail`` is a sentence, as the spec types it (a string: the fields refused and why, else the message). The
+tool-level code (``sanitization_failed``, ``rate_limit_exceeded``...) and the structured details of the error
+(``errors`` with each field refused, ``retry_after``, ``reason``...) go in ``details``, an addition of the gateway
+that clients written against the spec may ignore.
 
 On the MCP endpoint :mod:`gateway.http_jsonrpc` carries the envelope's error inside a JSON-RPC error response
 (same status, JSON-RPC code from :func:`jsonrpc_code`), which MCP clients can read.
@@ -10,6 +14,7 @@ On the MCP endpoint :mod:`gateway.http_jsonrpc` carries the envelope's error ins
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -64,29 +69,50 @@ def error_body(
     status: int,
     message: str,
     *,
-    detail: Any = None,
+    detail: str | None = None,
+    details: Mapping[str, Any] | None = None,
     correlation_id: str | None = None,
     retryable: bool | None = None,
     retry_after: float | None = None,
 ) -> dict[str, Any]:
-    """The envelope's inner ``error`` object."""
+    """The envelope's inner ``error`` object (``detail`` defaults to what ``details`` says, else ``message``)."""
     error: dict[str, Any] = {
         "code": STATUS_CODES.get(status, "INTERNAL_ERROR"),
         "message": message,
-        "detail": detail,
+        "detail": detail if detail is not None else _sentence(message, details),
         "correlation_id": correlation_id or uuid.uuid4().hex,
         "retryable": status in (429, 503) if retryable is None else retryable,
     }
+    if details:
+        error["details"] = dict(details)
     if retry_after is not None:
-        error["retry_after"] = retry_after
+        error["retry_after"] = whole_seconds(retry_after)
     return error
+
+
+def whole_seconds(seconds: float) -> int:
+    """A wait as ``Retry-After`` gives it: whole seconds, rounded up (never earlier than the limiter said), ≥ 1."""
+    return max(1, math.ceil(seconds))
+
+
+def _sentence(message: str, details: Mapping[str, Any] | None) -> str:
+    """The fields an error refused and why (at most three), else its message."""
+    errors = (details or {}).get("errors")
+    if isinstance(errors, list):
+        named = [
+            f"{e['field']}: {e['message']}" for e in errors if isinstance(e, dict) and {"field", "message"} <= e.keys()
+        ]
+        if named:
+            return "; ".join(named[:3]) + (f" (and {len(named) - 3} more)" if len(named) > 3 else "")
+    return message
 
 
 def error_envelope(
     status: int,
     message: str,
     *,
-    detail: Any = None,
+    detail: str | None = None,
+    details: Mapping[str, Any] | None = None,
     correlation_id: str | None = None,
     retryable: bool | None = None,
     retry_after: float | None = None,
@@ -94,17 +120,23 @@ def error_envelope(
 ) -> JSONResponse:
     """The error response for ``status``: the envelope, with ``X-Correlation-ID`` (and ``Retry-After``)."""
     error = error_body(
-        status, message, detail=detail, correlation_id=correlation_id, retryable=retryable, retry_after=retry_after
+        status,
+        message,
+        detail=detail,
+        details=details,
+        correlation_id=correlation_id,
+        retryable=retryable,
+        retry_after=retry_after,
     )
     out_headers = dict(headers or {})
     out_headers["X-Correlation-ID"] = error["correlation_id"]
     if retry_after is not None:
-        out_headers["Retry-After"] = str(max(1, round(retry_after)))
+        out_headers["Retry-After"] = str(error["retry_after"])
     return JSONResponse({"error": error}, status_code=status, headers=out_headers)
 
 
 def tool_error_detail(err: ToolError) -> dict[str, Any]:
-    """The envelope's ``detail`` for a :class:`ToolError`: its own code, then its details."""
+    """The envelope's ``details`` for a :class:`ToolError`: its own code, then its details."""
     return {"code": err.code, **err.details}
 
 
@@ -118,7 +150,7 @@ def tool_error_response(
     return error_envelope(
         err.http_status,
         err.message,
-        detail=tool_error_detail(err),
+        details=tool_error_detail(err),
         correlation_id=correlation_id,
         retryable=err.retryable,
         retry_after=float(retry_after) if isinstance(retry_after, int | float) else None,

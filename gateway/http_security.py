@@ -268,7 +268,7 @@ class SecurityMiddleware:
     async def _reject(self, rejected: Rejection, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a body that is no JSON-RPC message as stdio answers such a line (:func:`gateway.wire.rejection`),
         at 400 with the envelope's error as ``data``."""
-        data = error_body(400, rejected.message, detail=tool_error_detail(ValidationFailed(rejected.message)))
+        data = error_body(400, rejected.message, details=tool_error_detail(ValidationFailed(rejected.message)))
         answer = rejected.to_json()
         answer["error"]["data"] = data
         log.info(
@@ -291,7 +291,7 @@ class SecurityMiddleware:
         response = error_envelope(
             err.http_status,
             err.message,
-            detail=tool_error_detail(err),
+            details=tool_error_detail(err),
             retryable=err.retryable,
             headers=headers,
         )

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from pydantic.json_schema import models_json_schema
 
 from gateway import __version__
@@ -30,10 +30,14 @@ Refs = dict[tuple[type[BaseModel], Any], dict[str, Any]]
 class ErrorBody(BaseModel):
     code: str
     message: str
-    detail: Any = None
+    detail: str = Field(description="What was wrong, in a sentence: the fields refused and why, else the message.")
+    details: dict[str, Any] | None = Field(
+        default=None,
+        description="The same, structured: the tool-level `code`, `errors` (each field refused), `retry_after`...",
+    )
     correlation_id: str
     retryable: bool
-    retry_after: float | None = None
+    retry_after: int | None = Field(default=None, description="Seconds to wait before retrying (429).")
 
 
 class ErrorEnvelope(BaseModel):

@@ -2,7 +2,9 @@
 
 Events are recorded automatically by the tools (``search`` naming the top result, ``fix_retrieved``,
 ``fix_confirmed`` with its outcome, ``issue_submitted``) and by ``gim_report_usage`` (typically
-``fix_applied``). Definitions:
+``fix_applied``; a report of one of the tools' own events that the same caller's call recorded within 15 minutes
+of the reported time returns that event and adds none, so a client that reports them as the spec's example does
+is not counted twice). Definitions:
 
 * ``total_queries`` of an issue: searches whose top result it was; globally: all searches.
 * ``total_fix_applied``: every confirmation implies an application, and a client may also report

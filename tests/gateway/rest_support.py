@@ -72,6 +72,7 @@ def envelope(response: httpx.Response, status: int, code: str) -> dict[str, Any]
     error = response.json()["error"]
     assert error["code"] == code, error
     assert set(error) >= {"code", "message", "detail", "correlation_id", "retryable"}
+    assert isinstance(error["detail"], str) and error["detail"]  # the spec types it as a string
     assert response.headers["X-Correlation-ID"] == error["correlation_id"]
     return error
 

@@ -68,7 +68,7 @@ def assert_quota_refusal(response: httpx.Response) -> None:
     assert response.status_code == 429, response.text
     error = response.json()["error"]
     assert error["code"] == "RATE_LIMIT_ERROR" and error["retryable"] is True
-    detail = error["detail"]
+    detail = error["details"]
     assert detail["code"] == "rate_limit_exceeded" and detail["rule"] == "acct-daily"
     assert detail["limit"] == LIMIT and detail["remaining"] == 0
     assert 0 < error["retry_after"] <= 86_400
@@ -145,7 +145,7 @@ async def test_replicas_share_keys_and_quotas_through_postgres(
             (info,) = [k for k in await manager.list_keys() if k.tenant == "globex"]
             await manager.revoke_key(info.id)
         for base in (one, two):  # revoked on every replica at once
-            assert call_rest(base, "acct_read", headers=globex).json()["error"]["detail"]["reason"] == "revoked"
+            assert call_rest(base, "acct_read", headers=globex).json()["error"]["details"]["reason"] == "revoked"
 
 
 @pytest.mark.parametrize(

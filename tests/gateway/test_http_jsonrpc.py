@@ -116,7 +116,7 @@ def test_refusals_of_what_is_not_a_request_carry_a_null_id(served: tuple[str, di
     malformed = httpx.post(f"{base}/mcp", content=b"{not json", headers={**ACCEPT, "Content-Type": "application/json"})
     for response in (notification, stream, malformed):
         error = _rpc_error(response, 401, None, JSONRPC_UNAUTHENTICATED)
-        assert error["data"]["detail"]["reason"] == "missing"
+        assert error["data"]["details"]["reason"] == "missing"
         assert response.headers["WWW-Authenticate"] == API_KEY_CHALLENGE
         assert response.headers["X-Correlation-ID"] == error["data"]["correlation_id"]
 

@@ -166,7 +166,7 @@ def test_a_document_derived_from_the_host_is_served_only_for_a_served_host(tmp_p
         port = base.rsplit(":", 1)[1]
         for path in (WELL_KNOWN, WELL_KNOWN + "/mcp"):
             forged = httpx.get(f"{base}{path}", headers={"Host": "evil.example"})
-            assert forged.status_code == 421 and forged.json()["error"]["detail"]["reason"] == "host"
+            assert forged.status_code == 421 and forged.json()["error"]["details"]["reason"] == "host"
             assert "evil.example/mcp" not in forged.text and "cache-control" not in forged.headers
             served = httpx.get(f"{base}{path}", headers={"Host": f"localhost:{port}"})
             assert served.status_code == 200 and served.json()["resource"] == f"http://localhost:{port}/mcp"

@@ -52,7 +52,7 @@ def test_the_challenge_names_the_scope_of_the_call(
     challenge = challenges(response)["bearer"]
     assert challenge["error"] == "insufficient_scope" and challenge["scope"] == needed
     error = response.json()["error"]
-    assert error["code"] == JSONRPC_FORBIDDEN and error["data"]["detail"]["scope"] == needed
+    assert error["code"] == JSONRPC_FORBIDDEN and error["data"]["details"]["scope"] == needed
 
 
 def test_without_arguments_a_caller_holding_none_of_the_scopes_is_told_the_tools_scope(

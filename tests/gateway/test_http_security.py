@@ -52,6 +52,7 @@ def _envelope(response: httpx.Response, status: int, code: str) -> dict[str, Any
     error = response.json()["error"]
     assert error["code"] == code
     assert set(error) >= {"code", "message", "detail", "correlation_id", "retryable"}
+    assert isinstance(error["detail"], str) and error["detail"]
     assert response.headers["X-Correlation-ID"] == error["correlation_id"]
     return error
 
@@ -108,10 +109,10 @@ def test_bad_api_keys_are_refused_on_rest_and_mcp(keyed: Served, case: str) -> N
     ]
     for response in responses:
         error = _envelope(response, 401, "AUTHENTICATION_ERROR")
-        assert error["detail"] == {"code": "unauthorized", "reason": reason}
+        assert error["details"] == {"code": "unauthorized", "reason": reason}
         assert response.headers["WWW-Authenticate"] == API_KEY_CHALLENGE
     over_mcp = post_mcp(keyed.base, INITIALIZE, headers)
-    assert _rpc_error(over_mcp, 401, JSONRPC_UNAUTHENTICATED, "AUTHENTICATION_ERROR")["detail"]["reason"] == reason
+    assert _rpc_error(over_mcp, 401, JSONRPC_UNAUTHENTICATED, "AUTHENTICATION_ERROR")["details"]["reason"] == reason
     assert over_mcp.headers["WWW-Authenticate"] == API_KEY_CHALLENGE
     assert keyed.keys["reader"][10:] not in over_mcp.text + responses[0].text
 
@@ -120,9 +121,9 @@ def test_a_key_in_the_query_string_is_refused_even_when_valid(keyed: Served) -> 
     key = keyed.keys["writer"]
     for name in ("api_key", "access_token", "X-API-Key"):
         rest = httpx.post(f"{keyed.base}/api/v1/tools/acct_whoami?{name}={key}", json={}, timeout=30)
-        assert _envelope(rest, 401, "AUTHENTICATION_ERROR")["detail"]["reason"] == "query_string"
+        assert _envelope(rest, 401, "AUTHENTICATION_ERROR")["details"]["reason"] == "query_string"
         over_mcp = post_mcp(keyed.base, INITIALIZE, query=f"?{name}={key}")
-        assert _rpc_error(over_mcp, 401, JSONRPC_UNAUTHENTICATED, "AUTHENTICATION_ERROR")["detail"]["reason"] == (
+        assert _rpc_error(over_mcp, 401, JSONRPC_UNAUTHENTICATED, "AUTHENTICATION_ERROR")["details"]["reason"] == (
             "query_string"
         )
     # even alongside a valid header: the URL has already leaked the secret into logs
@@ -136,9 +137,9 @@ async def test_the_sdk_client_sees_why_it_was_refused(keyed: Served, mode: str) 
     for headers, reason in (({}, "missing"), ({"X-API-Key": _tampered(keyed.keys["reader"])}, "unknown")):
         error = await sdk_refusal(keyed.mcp, headers, mode=mode)
         assert error.code == JSONRPC_UNAUTHENTICATED
-        assert error.data["code"] == "AUTHENTICATION_ERROR" and error.data["detail"]["reason"] == reason
+        assert error.data["code"] == "AUTHENTICATION_ERROR" and error.data["details"]["reason"] == reason
     in_query = await sdk_refusal(f"{keyed.mcp}?api_key={keyed.keys['reader']}", mode=mode)
-    assert in_query.data["detail"]["reason"] == "query_string"
+    assert in_query.data["details"]["reason"] == "query_string"
 
 
 @pytest.mark.anyio
@@ -155,10 +156,10 @@ async def test_a_revoked_key_stops_working_at_once(keyed: Served, mode: str) -> 
     async with key_manager(keyed.config) as manager:
         await manager.revoke_key(issued.info.id)
     rest = call_rest(keyed.base, "acct_whoami", headers=headers)
-    assert _envelope(rest, 401, "AUTHENTICATION_ERROR")["detail"]["reason"] == "revoked"
+    assert _envelope(rest, 401, "AUTHENTICATION_ERROR")["details"]["reason"] == "revoked"
     raw = post_mcp(keyed.base, INITIALIZE, headers)
-    assert _rpc_error(raw, 401, JSONRPC_UNAUTHENTICATED, "AUTHENTICATION_ERROR")["detail"]["reason"] == "revoked"
-    assert (await sdk_refusal(keyed.mcp, headers, mode=mode)).data["detail"]["reason"] == "revoked"
+    assert _rpc_error(raw, 401, JSONRPC_UNAUTHENTICATED, "AUTHENTICATION_ERROR")["details"]["reason"] == "revoked"
+    assert (await sdk_refusal(keyed.mcp, headers, mode=mode)).data["details"]["reason"] == "revoked"
 
 
 @pytest.mark.anyio
@@ -172,9 +173,9 @@ async def test_scopes_decide_what_a_key_sees_and_may_call(keyed: Served, mode: s
     assert {t["name"]: t["scope"] for t in listed} == {"acct_whoami": None, "acct_read": "acct:read"}
     refused = await sdk_refusal(keyed.mcp, reader, mode=mode, tool="acct_write")
     assert refused.code == JSONRPC_FORBIDDEN
-    assert refused.data["detail"] == {"code": "forbidden", "scope": "acct:write"}
+    assert refused.data["details"] == {"code": "forbidden", "scope": "acct:write"}
     rest = call_rest(keyed.base, "acct_write", headers=reader)
-    assert _envelope(rest, 403, "AUTHORIZATION_ERROR")["detail"] == {"code": "forbidden", "scope": "acct:write"}
+    assert _envelope(rest, 403, "AUTHORIZATION_ERROR")["details"] == {"code": "forbidden", "scope": "acct:write"}
     assert rest.headers["WWW-Authenticate"] == API_KEY_CHALLENGE
     writer = {"X-API-Key": keyed.keys["writer"]}
     async with mcp_client(keyed.mcp, writer, mode=mode) as client:
@@ -189,7 +190,7 @@ def test_a_session_belongs_to_the_key_that_opened_it(keyed: Served) -> None:
     assert opened.status_code == 200
     session = {"Mcp-Session-Id": opened.headers["Mcp-Session-Id"], "Mcp-Protocol-Version": "2025-06-18"}
     hijack = post_mcp(keyed.base, rpc("tools/list"), {**other, **session})
-    assert _rpc_error(hijack, 403, JSONRPC_FORBIDDEN, "AUTHORIZATION_ERROR")["detail"]["reason"] == "session"
+    assert _rpc_error(hijack, 403, JSONRPC_FORBIDDEN, "AUTHORIZATION_ERROR")["details"]["reason"] == "session"
     assert "WWW-Authenticate" not in hijack.headers
     assert httpx.delete(f"{keyed.mcp}", headers={**other, **session}).status_code == 403
     listed = post_mcp(keyed.base, rpc("tools/list"), {**owner, **session})
@@ -255,7 +256,7 @@ def test_bad_tokens_are_refused_on_rest_and_mcp(jwt_served: Served, idp: Idp, ca
     error = _envelope(rest, 401, "AUTHENTICATION_ERROR")
     over_mcp = post_mcp(jwt_served.base, INITIALIZE, headers)
     data = _rpc_error(over_mcp, 401, JSONRPC_UNAUTHENTICATED, "AUTHENTICATION_ERROR")
-    for response, detail in ((rest, error["detail"]), (over_mcp, data["detail"])):
+    for response, detail in ((rest, error["details"]), (over_mcp, data["details"])):
         challenge = challenges(response)["bearer"]
         assert challenge["realm"] == "gateway"
         assert challenge["resource_metadata"] == METADATA_URL
@@ -268,9 +269,9 @@ def test_bad_tokens_are_refused_on_rest_and_mcp(jwt_served: Served, idp: Idp, ca
 def test_a_token_in_the_query_string_is_refused(jwt_served: Served, idp: Idp) -> None:
     token = idp.token(scope="acct:read")
     rest = httpx.get(f"{jwt_served.base}/api/v1/tools?access_token={token}", timeout=30)
-    assert _envelope(rest, 401, "AUTHENTICATION_ERROR")["detail"]["reason"] == "query_string"
+    assert _envelope(rest, 401, "AUTHENTICATION_ERROR")["details"]["reason"] == "query_string"
     over_mcp = post_mcp(jwt_served.base, INITIALIZE, query=f"?access_token={token}")
-    assert _rpc_error(over_mcp, 401, JSONRPC_UNAUTHENTICATED, "AUTHENTICATION_ERROR")["detail"]["reason"] == (
+    assert _rpc_error(over_mcp, 401, JSONRPC_UNAUTHENTICATED, "AUTHENTICATION_ERROR")["details"]["reason"] == (
         "query_string"
     )
     assert token not in rest.text + over_mcp.text
@@ -294,9 +295,9 @@ async def test_token_scopes_over_mcp_and_rest(jwt_served: Served, idp: Idp, mode
     }
     assert "authorization" not in shown and "host" in shown  # the token never reaches a tool
     refused = await sdk_refusal(jwt_served.mcp, reader, mode=mode, tool="acct_write")
-    assert refused.code == JSONRPC_FORBIDDEN and refused.data["detail"]["scope"] == "acct:write"
+    assert refused.code == JSONRPC_FORBIDDEN and refused.data["details"]["scope"] == "acct:write"
     raw = post_mcp(jwt_served.base, rpc("tools/call", {"name": "acct_write", "arguments": {}}), reader)
-    assert _rpc_error(raw, 403, JSONRPC_FORBIDDEN, "AUTHORIZATION_ERROR")["detail"]["scope"] == "acct:write"
+    assert _rpc_error(raw, 403, JSONRPC_FORBIDDEN, "AUTHORIZATION_ERROR")["details"]["scope"] == "acct:write"
     rest = call_rest(jwt_served.base, "acct_write", headers=reader)
     _envelope(rest, 403, "AUTHORIZATION_ERROR")
     for response in (raw, rest):
@@ -312,9 +313,9 @@ async def test_token_scopes_over_mcp_and_rest(jwt_served: Served, idp: Idp, mode
 def test_a_forbidden_origin_is_refused_before_authentication(jwt_served: Served, idp: Idp) -> None:
     headers = {"Origin": "http://evil.example", **bearer(idp.token(scope="acct:read"))}
     rest = call_rest(jwt_served.base, "acct_whoami", headers=headers)
-    assert _envelope(rest, 403, "AUTHORIZATION_ERROR")["detail"] == {"code": "forbidden", "reason": "origin"}
+    assert _envelope(rest, 403, "AUTHORIZATION_ERROR")["details"] == {"code": "forbidden", "reason": "origin"}
     over_mcp = post_mcp(jwt_served.base, INITIALIZE, headers)
-    assert _rpc_error(over_mcp, 403, JSONRPC_FORBIDDEN, "AUTHORIZATION_ERROR")["detail"]["reason"] == "origin"
+    assert _rpc_error(over_mcp, 403, JSONRPC_FORBIDDEN, "AUTHORIZATION_ERROR")["details"]["reason"] == "origin"
     for response in (rest, over_mcp):
         assert "WWW-Authenticate" not in response.headers  # new credentials would not help
         assert "access-control-allow-origin" not in response.headers
@@ -338,13 +339,13 @@ def test_the_configured_origin_gets_cors(jwt_served: Served, idp: Idp) -> None:
 async def test_the_sdk_client_from_a_forbidden_origin_is_refused(jwt_served: Served, idp: Idp) -> None:
     headers = {"Origin": "http://evil.example", **bearer(idp.token())}
     refused = await sdk_refusal(jwt_served.mcp, headers, mode="legacy")
-    assert refused.code == JSONRPC_FORBIDDEN and refused.data["detail"]["reason"] == "origin"
+    assert refused.code == JSONRPC_FORBIDDEN and refused.data["details"]["reason"] == "origin"
 
 
 def test_a_foreign_host_header_is_misdirected(jwt_served: Served, idp: Idp) -> None:
     headers = {"Host": "evil.example", **bearer(idp.token())}
     rest = call_rest(jwt_served.base, "acct_whoami", headers=headers)
-    assert _envelope(rest, 421, "MISDIRECTED_REQUEST")["detail"]["reason"] == "host"
+    assert _envelope(rest, 421, "MISDIRECTED_REQUEST")["details"]["reason"] == "host"
     assert post_mcp(jwt_served.base, INITIALIZE, headers).status_code == 421
     assert httpx.get(f"{jwt_served.base}/health", headers={"Host": "10.1.2.3:8080"}).status_code == 200  # probes
 

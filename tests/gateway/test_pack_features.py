@@ -158,7 +158,7 @@ async def test_schema_tools_over_rest(tmp_path: Path, plugin: FeaturePlugin) -> 
         picture = httpx.post(f"{base}/api/v1/tools/feat_picture", json={}, timeout=30)
         document = httpx.get(f"{base}/api/v1/openapi.json", timeout=30).json()
     assert ok.status_code == 200 and ok.json() == {"doubled": 8}
-    assert bad.status_code == 400 and bad.json()["error"]["detail"]["code"] == "validation_error"
+    assert bad.status_code == 400 and bad.json()["error"]["details"]["code"] == "validation_error"
     assert picture.json()["content"][1]["type"] == "image" and picture.json()["isError"] is False
     operation = document["paths"]["/api/v1/tools/feat_double"]["post"]
     assert operation["requestBody"]["content"]["application/json"]["schema"] == DOUBLE_IN

@@ -49,7 +49,7 @@ def test_a_note_lives_through_create_read_list_update_delete(served: Served) -> 
     deleted = served.call("DELETE", f"/notes/{note['id']}", "full")
     assert deleted.status_code == 204 and deleted.content == b""
     error = envelope(served.call("GET", f"/notes/{note['id']}", "reader"), 404, "NOT_FOUND_ERROR")
-    assert error["detail"] == {"code": "not_found", "id": note["id"]}
+    assert error["details"] == {"code": "not_found", "id": note["id"]}
 
 
 def test_no_credentials_is_401_and_a_missing_scope_403(served: Served) -> None:
@@ -67,7 +67,7 @@ def test_no_credentials_is_401_and_a_missing_scope_403(served: Served) -> None:
             403,
             "AUTHORIZATION_ERROR",
         )
-        assert error["detail"]["scope"] in ("notes:read", "notes:write")
+        assert error["details"]["scope"] in ("notes:read", "notes:write")
     assert served.call("GET", "/notes", "reader").status_code == 200
 
 
@@ -103,8 +103,8 @@ def test_tenants_do_not_see_each_others_notes(served: Served) -> None:
 )
 def test_invalid_input_is_400_naming_the_field_and_where(served: Served, method, path, kwargs, field, where) -> None:
     error = envelope(served.call(method, path, "full", **kwargs), 400, "VALIDATION_ERROR")
-    assert error["detail"]["code"] == "validation_error"
-    assert any(e["field"] == field and e["in"] == where for e in error["detail"]["errors"]), error
+    assert error["details"]["code"] == "validation_error"
+    assert any(e["field"] == field and e["in"] == where for e in error["details"]["errors"]), error
     assert field in error["message"]
 
 
@@ -121,13 +121,13 @@ def test_bodies_must_be_json_objects(served: Served) -> None:
 def test_handler_errors_keep_their_status_and_crashes_hide_their_details(served: Served) -> None:
     served.call("POST", "/notes", "full", json={"title": "dup"})
     error = envelope(served.call("POST", "/notes", "full", json={"title": "dup"}), 409, "CONFLICT_ERROR")
-    assert error["detail"]["code"] == "conflict"
+    assert error["details"]["code"] == "conflict"
     error = envelope(served.call("POST", "/boom", "full", json={"mode": "tool_error"}), 422, "UNPROCESSABLE_ERROR")
-    assert error["detail"] == {"code": "semantic_error", "why": "test"}
+    assert error["details"] == {"code": "semantic_error", "why": "test"}
     crashed = served.call("POST", "/boom", "full", json={"mode": "crash"})
     error = envelope(crashed, 500, "INTERNAL_ERROR")
     assert "secret" not in crashed.text and "Traceback" not in crashed.text
-    assert error["detail"]["correlation_id"] == error["correlation_id"]
+    assert error["details"]["correlation_id"] == error["correlation_id"]
 
 
 def test_unknown_paths_and_methods_use_the_envelope(served: Served) -> None:

@@ -146,9 +146,9 @@ def test_over_http_the_refusal_names_the_scope_of_that_call(served) -> None:
         assert response.status_code == 403, response.text
         body = response.json()
         error = body["error"]["data"] if "jsonrpc" in body else body["error"]
-        assert error["code"] == "AUTHORIZATION_ERROR" and error["detail"]["scope"] == "ledger:write"
+        assert error["code"] == "AUTHORIZATION_ERROR" and error["details"]["scope"] == "ledger:write"
         assert "jsonrpc" not in body or body["error"]["code"] == JSONRPC_FORBIDDEN
         assert "apikey" in challenges(response)
     assert call_rest(base, "ledger", {"action": "post"}, keys["writer"]).json() == {"action": "post"}
     refused = call_rest(base, "ledger", {"action": "show"}, keys["writer"])
-    assert refused.status_code == 403 and refused.json()["error"]["detail"]["scope"] == "ledger:read"
+    assert refused.status_code == 403 and refused.json()["error"]["details"]["scope"] == "ledger:read"

@@ -50,7 +50,7 @@ def refresh(base: str, token: Any) -> httpx.Response:
 def refused(response: httpx.Response, reason: str) -> None:
     assert response.status_code == 401, response.text
     error = response.json()["error"]
-    assert error["code"] == "AUTHENTICATION_ERROR" and error["detail"]["reason"] == reason
+    assert error["code"] == "AUTHENTICATION_ERROR" and error["details"]["reason"] == reason
     # a 401 carries a challenge (RFC 9110 §15.5.2): the bare one, as the request's credentials were not refused
     assert response.headers["WWW-Authenticate"] == 'Bearer realm="gateway"'
     assert response.headers["Cache-Control"] == "no-store"
@@ -100,7 +100,7 @@ def test_an_expired_access_token_is_401(config: Path, tmp_path: Path) -> None:
     with http_gateway(config) as (base, _runtime):
         response = httpx.get(f"{base}/api/v1/tools", headers={"Authorization": f"Bearer {expired}"}, timeout=30)
         assert response.status_code == 401
-        assert response.json()["error"]["detail"]["reason"] == "expired"
+        assert response.json()["error"]["details"]["reason"] == "expired"
 
 
 def test_revoke_ends_a_subjects_refresh_tokens(config: Path) -> None:
@@ -128,7 +128,7 @@ def test_without_issuing_there_is_no_refresh_route_and_no_tokens_command(config:
     assert result.exit_code != 0 and "add [plugins.auth.jwt.issuing]" in result.output
     with http_gateway(config) as (base, _runtime):
         response = refresh(base, "gwr_0123456789abcdef_" + "A" * 43)
-    assert response.status_code == 401 and response.json()["error"]["detail"]["reason"] == "missing"
+    assert response.status_code == 401 and response.json()["error"]["details"]["reason"] == "missing"
 
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])

@@ -105,7 +105,7 @@ def _cursor(api: Api) -> str:
 
 def _refused(api: Api, body: dict[str, Any], key: str = "acme") -> str:
     error = envelope(api.call("POST", "/search", key, json=body), 400, "VALIDATION_ERROR")
-    [item] = error["detail"]["errors"]
+    [item] = error["details"]["errors"]
     assert item["field"] == "pagination.cursor" and "pagination.cursor" in error["message"]
     return item["reason"]
 

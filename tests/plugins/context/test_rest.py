@@ -63,7 +63,7 @@ def test_search_answers_the_spec_body(api: Api) -> None:
         400,
         "VALIDATION_ERROR",
     )
-    assert error["detail"]["errors"][0]["field"] == "work_context.active_file"
+    assert error["details"]["errors"][0]["field"] == "work_context.active_file"
     envelope(api.call("POST", "/search", "admin", json={"query": ""}), 400, "VALIDATION_ERROR")
 
 
@@ -97,7 +97,7 @@ def test_index_control_start_status_stop_and_force(tmp_path: Path) -> None:
         assert first["job_id"].startswith("index-") and first["status"] == "running"
         assert first["estimated_duration_minutes"] is None  # no completed job to learn from yet
         busy = envelope(api.call("POST", "/index/start", "admin", json={}), 409, "CONFLICT_ERROR")
-        assert busy["detail"]["job_id"] == first["job_id"]
+        assert busy["details"]["job_id"] == first["job_id"]
         stopping = api.ok("POST", "/index/stop", "admin")
         assert stopping["status"] == "stopping" and "gracefully" in stopping["message"]
         stopped = api.wait_for_job("admin")
@@ -115,10 +115,10 @@ def test_index_control_start_status_stop_and_force(tmp_path: Path) -> None:
         unknown = envelope(
             api.call("POST", "/index/start", "admin", json={"connectors": ["nope"]}), 404, "NOT_FOUND_ERROR"
         )
-        assert unknown["detail"]["unknown"] == ["nope"]
+        assert unknown["details"]["unknown"] == ["nope"]
         for body in ({}, {"confirm_destructive": False}, {"confirm_destructive": "yes"}):
             refused = envelope(api.call("POST", "/index/force-reindex", "admin", json=body), 400, "VALIDATION_ERROR")
-            assert refused["detail"]["errors"][0]["field"] == "confirm_destructive"
+            assert refused["details"]["errors"][0]["field"] == "confirm_destructive"
         forced = api.ok("POST", "/index/force-reindex", "admin", 202, json={"confirm_destructive": True})
         assert forced["job_id"].startswith("reindex-") and forced["status"] == "running"
         assert "re-embedded" in forced["warning"]
@@ -144,7 +144,7 @@ def test_connectors_lifecycle_with_the_spec_statuses(api: Api, tmp_path: Path) -
         409,
         "CONFLICT_ERROR",
     )
-    assert taken["detail"]["errors"][0]["field"] == "name"
+    assert taken["details"]["errors"][0]["field"] == "name"
     for body, field in (
         ({"type": "ftp", "name": "x"}, "type"),
         ({"type": "file", "name": "x", "config": {"root": str(tmp_path / "missing")}}, "config.root"),
@@ -152,7 +152,7 @@ def test_connectors_lifecycle_with_the_spec_statuses(api: Api, tmp_path: Path) -
         ({"type": "file", "name": "x", "config": {"root": str(other), "colour": 1}}, "config.colour"),
     ):
         error = envelope(api.call("POST", "/connectors", "admin", json=body), 400, "VALIDATION_ERROR")
-        assert error["detail"]["errors"][0]["field"] == field, error
+        assert error["details"]["errors"][0]["field"] == field, error
     renamed = api.ok("PUT", "/connectors/file-other-repo", "admin", json={"name": "Renamed"})
     assert renamed == {
         "id": "file-other-repo",
@@ -192,7 +192,7 @@ def test_config_is_read_and_patched_per_key(api: Api) -> None:
         ({"rate_limits": {}}, "rate_limits"),
     ):
         error = envelope(api.call("PATCH", "/config", "admin", json=body), 400, "VALIDATION_ERROR")
-        assert error["detail"]["errors"][0]["field"] == field
+        assert error["details"]["errors"][0]["field"] == field
         assert field in error["message"]
 
 

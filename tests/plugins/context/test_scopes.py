@@ -77,7 +77,7 @@ def test_each_scope_opens_its_routes_and_nothing_else_does(api: Api, requests, s
     for method, path, kwargs, allowed in requests[scope]:
         refused = api.call(method, path, f"all but {scope}", **kwargs)
         error = envelope(refused, 403, "AUTHORIZATION_ERROR")
-        assert error["detail"]["scope"] == scope, (method, path)
+        assert error["details"]["scope"] == scope, (method, path)
         assert challenges(refused)["apikey"]  # the authenticator's challenge comes with the refusal
         envelope(api.call(method, path, None, **kwargs), 401, "AUTHENTICATION_ERROR")
         passed = api.call(method, path, f"only {scope}", **kwargs)
@@ -127,7 +127,7 @@ async def test_mcp_tools_need_the_scope_of_what_they_are_asked(api: Api) -> None
         )
         assert refused.status_code == 403, (tool, arguments, refused.text)
         data = refused.json()["error"]["data"]
-        assert data["code"] == "AUTHORIZATION_ERROR" and data["detail"]["scope"] == scope
+        assert data["code"] == "AUTHORIZATION_ERROR" and data["details"]["scope"] == scope
     shown: Callable[[str], Any] = lambda key: mcp_client(url, api.keys[key])  # noqa: E731
     async with shown("only index:read") as client:
         assert {t.name for t in (await client.list_tools()).tools} == {"context.index_control"}

@@ -85,7 +85,7 @@ def test_a_cursor_is_no_use_to_another_tenant(api: Api) -> None:
     assert cursor
     body = {"query": "bulk", "pagination": {"limit": 5, "cursor": cursor}}
     error = envelope(api.call("POST", "/search", "acme", json=body), 400, "VALIDATION_ERROR")
-    assert error["detail"]["errors"][0]["field"] == "pagination.cursor"
+    assert error["details"]["errors"][0]["field"] == "pagination.cursor"
     assert api.ok("POST", "/search", "globex", json=body)["results"]
 
 

@@ -97,13 +97,13 @@ def test_over_rest_and_mcp_a_tenant_reaches_only_what_is_allowed(
         messages = set()
         for body, field in refused:
             response = api.call("POST", "/connectors", "acme", json=body)
-            [error] = envelope(response, 400, "VALIDATION_ERROR")["detail"]["errors"]
+            [error] = envelope(response, 400, "VALIDATION_ERROR")["details"]["errors"]
             assert error["field"] == field, body
             if field == "config.token":
                 messages.add(error["message"])
         assert len(messages) == 1 and "not set" not in messages.pop()  # a set and an unset variable look alike
         response = api.call("PUT", "/connectors/file-shop", "acme", json={"config": {"root": str(theirs)}})
-        assert envelope(response, 400, "VALIDATION_ERROR")["detail"]["errors"][0]["field"] == "config.root"
+        assert envelope(response, 400, "VALIDATION_ERROR")["details"]["errors"][0]["field"] == "config.root"
         assert api.ok("GET", "/connectors/file-shop", "acme")["config"]["root"] == str(mine)
 
         async def over_mcp() -> None:  # the tool holds it to the same rules
