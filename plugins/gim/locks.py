@@ -44,6 +44,13 @@ __all__ = ["DedupLock", "LeaseLost", "LockGrant"]
 _NAME = "dedup"
 
 
+def _busy() -> ServiceUnavailable:
+    return ServiceUnavailable(
+        "Another submission or gateway instance is busy deciding duplicates; retry shortly.",
+        details={"retry_after": 1},
+    )
+
+
 class LeaseLost(ServiceUnavailable):
     """This process's lease on the lock ran out and another holder took it: what it was doing is not committed."""
 
@@ -99,8 +106,16 @@ class DedupLock:
 
     @asynccontextmanager
     async def hold(self) -> AsyncIterator[LockGrant]:
-        async with self._local:
-            grant = await self._acquire()
+        """Hold the lock; waiting for it (in this process, then across processes) takes at most the timeout, then
+        fails with a retryable refusal, so a store outage cannot queue submissions without end."""
+        deadline = time.monotonic() + self._timeout
+        try:
+            async with asyncio.timeout(self._timeout):
+                await self._local.acquire()
+        except TimeoutError:
+            raise _busy() from None
+        try:
+            grant = await self._acquire(deadline)
             try:
                 yield grant
             finally:
@@ -112,6 +127,8 @@ class DedupLock:
                         )
                     except Exception:  # the lease expires on its own
                         log.warning("gim.lock.release_failed", exc_info=True)
+        finally:
+            self._local.release()
 
     async def renew(self) -> None:
         """Extend the lease (long operations under the lock call this now and then); raises :class:`LeaseLost`
@@ -129,8 +146,7 @@ class DedupLock:
             log.warning("gim.lock.lease_lost", owner=self.owner)
             raise LeaseLost()
 
-    async def _acquire(self) -> LockGrant:
-        deadline = time.monotonic() + self._timeout
+    async def _acquire(self, deadline: float) -> LockGrant:
         delay = 0.002
         if await self._take_free():
             return LockGrant(took_over=False)
@@ -150,10 +166,7 @@ class DedupLock:
                     log.warning("gim.lock.dead_holder_taken_over", previous=holder)
                     return LockGrant(took_over=True)
             if time.monotonic() >= deadline:
-                raise ServiceUnavailable(
-                    "Another gateway instance is busy deciding duplicates; retry shortly.",
-                    details={"retry_after": 1},
-                )
+                raise _busy()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
 

@@ -155,12 +155,16 @@ class PostgresStore:
     ) -> None:
         """``provider`` names this store in :class:`gateway.api.ProviderUnavailable` errors."""
         try:
-            conninfo_to_dict(dsn)
+            parts = conninfo_to_dict(dsn)
         except psycopg.ProgrammingError:  # its message quotes the string, password included: not passed on
             raise ConfigError(
                 f"{provider}: 'dsn' is not a valid PostgreSQL connection string (in a URL, %-escape the special "
                 "characters of the user name and password)"
             ) from None
+        if "@" in str(parts.get("host") or ""):  # the rest of a password cut at its '@', which errors would quote
+            raise ConfigError(
+                f"{provider}: 'dsn' has an '@' in its host: in a URL, write an '@' of the user name or password as %40"
+            )
         self._dsn = dsn
         self._provider = provider
         self._schema = schema
@@ -222,7 +226,7 @@ class PostgresStore:
             max_size=self._max_size,
             timeout=self._connect_timeout,
             configure=self._configure,
-            check=AsyncConnectionPool.check_connection,  # a connection broken while the server was away is replaced
+            check=self._check,  # a connection broken while the server was away is replaced
             open=False,
             name="gateway-store",
         )
@@ -234,9 +238,21 @@ class PostgresStore:
         log.debug("postgres store opened", schema=self._schema, max_size=self._max_size)
         return pool
 
+    async def _check(self, connection: AsyncConnection[Any]) -> None:
+        """The pool's check of a connection it hands out. One found broken means the server went away (restarted,
+        or ended the sessions), and so are the other idle ones: they are all checked and replaced at once, where the
+        pool would try them one by one with a growing pause (1 s, 2 s, 4 s...) and time the caller out."""
+        try:
+            await AsyncConnectionPool.check_connection(connection)
+        except Exception:
+            if self._pool is not None:
+                await self._pool.check()
+            raise
+
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Row]]:
-        """A pooled connection (autocommit); given back, rolled back if need be, when the block ends."""
+        """A pooled connection (autocommit); given back, rolled back if need be, when the block ends. Losing the
+        server meanwhile (a restart, a timeout, an administrator's shutdown) is :class:`ProviderUnavailable`."""
         pool = await self._ensure_open()
         try:
             connection = await pool.getconn()
@@ -244,6 +260,8 @@ class PostgresStore:
             raise ProviderUnavailable(self._provider, f"no free connection in the pool: {exc}") from exc
         try:
             yield connection
+        except psycopg.OperationalError as exc:
+            raise ProviderUnavailable(self._provider, f"the database failed the request: {exc}".strip()) from exc
         finally:
             await pool.putconn(connection)
 

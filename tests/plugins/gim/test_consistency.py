@@ -213,3 +213,17 @@ async def test_audit_drops_vectors_of_an_item_that_is_gone(data_dir: Path) -> No
     async with running_gateway(config, data_dir) as client:
         core = client.runtime.packs["gim"].core
         assert await stores_agree(core) == {kept["issue_id"]}
+
+
+async def test_waiting_in_this_process_is_bounded_too(tmp_path: Path) -> None:
+    """Submissions queued behind one that hangs (its store went away) are refused after the timeout, not queued."""
+    store, lock, _ = await _lock_pair(tmp_path, lease_seconds=30, timeout_seconds=0.3)
+    try:
+        async with lock.hold():
+            with anyio.fail_after(5), pytest.raises(ServiceUnavailable, match="retry shortly"):
+                async with lock.hold():
+                    pass
+        async with lock.hold() as grant:  # released: the next one goes through
+            assert grant.took_over is False
+    finally:
+        await store.close()

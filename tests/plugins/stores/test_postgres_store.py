@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from gateway.api import Migration, ProviderContext, ProviderUnavailable
+from gateway.api import ConfigError, Migration, ProviderContext, ProviderUnavailable
 from gateway.contracts.store_contract import ITEMS, OpenStore, StoreContract
 from gateway_plugins.stores.postgres import PostgresStore, PostgresStoreConfig, create_postgres_store
 
@@ -56,7 +56,7 @@ async def test_config_from_toml_shape_with_the_dsn_in_the_environment(
         with psycopg.connect(postgres_db) as raw:
             tables = raw.execute("SELECT table_schema FROM information_schema.tables WHERE table_name = 'items'")
             assert tables.fetchall() == [("gw",)]
-        with pytest.raises(psycopg.errors.QueryCanceled):  # statement_timeout is in force
+        with pytest.raises(ProviderUnavailable, match="statement timeout"):  # statement_timeout is in force
             await store.execute("SELECT pg_sleep(5)")
     finally:
         await store.close()
@@ -78,6 +78,35 @@ async def test_an_unreachable_server_is_reported_with_its_cause() -> None:
     with pytest.raises(ProviderUnavailable, match="refused"):
         await store.fetch_one("SELECT 1")
     await store.close()
+
+
+def test_an_at_sign_left_in_a_password_is_refused_without_quoting_it() -> None:
+    with pytest.raises(ConfigError, match="%40") as refused:
+        PostgresStore("postgresql://gateway:Sec@ret77xyz@127.0.0.1:5432/gw")
+    assert "ret77xyz" not in str(refused.value)
+
+
+@pytest.mark.anyio
+async def test_a_connection_lost_during_a_call_is_the_store_unavailable(postgres_db: str) -> None:
+    store = PostgresStore(postgres_db, max_size=2)
+    try:
+        await store.execute("SELECT set_config('application_name', 'doomed', false)")
+
+        async def end_the_session() -> None:
+            await asyncio.sleep(0.5)
+            async with await psycopg.AsyncConnection.connect(postgres_db, autocommit=True) as admin:
+                await admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(%'"
+                )
+
+        ender = asyncio.create_task(end_the_session())
+        with pytest.raises(ProviderUnavailable, match="store:postgres"):
+            async with store.transaction() as tx:
+                await tx.execute("SELECT pg_sleep(10)")
+        await ender
+        assert await store.fetch_one("SELECT 1 AS one") == {"one": 1}  # and the next call is served
+    finally:
+        await store.close()
 
 
 @pytest.mark.anyio
@@ -120,10 +149,12 @@ async def test_prepared_statements_can_be_turned_off_for_transaction_poolers(pos
 
 
 @pytest.mark.anyio
-async def test_connections_the_server_dropped_are_replaced_not_handed_out(postgres_db: str) -> None:
+@pytest.mark.parametrize("size", [2, 10])
+async def test_connections_the_server_dropped_are_replaced_not_handed_out(postgres_db: str, size: int) -> None:
     """After a restart (or an administrator ending sessions) the pool's idle connections are dead: the next call
-    gets a fresh one instead of failing."""
-    store = PostgresStore(postgres_db, min_size=2, max_size=2)
+    gets a fresh one instead of failing (with ten of them, the pool alone would try them one by one, pausing 1, 2,
+    4 s... between them, and time the call out)."""
+    store = PostgresStore(postgres_db, min_size=size, max_size=size)
     try:
         assert await store.fetch_one("SELECT 1 AS one") == {"one": 1}
         async with await psycopg.AsyncConnection.connect(postgres_db, autocommit=True) as admin:
