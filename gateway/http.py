@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import structlog
 import uvicorn
 from starlette.middleware.cors import CORSMiddleware
@@ -100,11 +101,35 @@ class _PublicBypass:
         await (self.inner if public else self.guarded)(scope, receive, send)
 
 
+HEALTH_PROBE_SECONDS = 2.0
+"""How long ``/health`` waits for each relational store to answer ``SELECT 1``."""
+
+
 def _health(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """``/health`` for a load balancer: 200 when every relational store the deployment opened answers, else 503
+    naming the store (a replica that cannot serve leaves the rotation). Remote servers being down does not count:
+    the gateway's other tools still serve, and ``gateway plugins`` and the metrics show them."""
+
     async def health(request: Request) -> JSONResponse:
-        return JSONResponse(
-            {"status": "ok", "version": __version__, "packs": list(runtime.packs), "tools": len(runtime.tools)}
-        )
+        unavailable: dict[str, str] = {}
+        for name in runtime.providers.built("store"):
+            try:
+                with anyio.fail_after(HEALTH_PROBE_SECONDS):
+                    await runtime.providers.get("store", name).fetch_one("SELECT 1 AS ok")
+            except TimeoutError:
+                unavailable[f"store:{name}"] = f"no answer within {HEALTH_PROBE_SECONDS:g} s"
+            except Exception as exc:
+                unavailable[f"store:{name}"] = getattr(exc, "reason", None) or type(exc).__name__
+        body: dict[str, Any] = {
+            "status": "unavailable" if unavailable else "ok",
+            "version": __version__,
+            "packs": list(runtime.packs),
+            "tools": len(runtime.tools),
+        }
+        if unavailable:  # the route is public: the names only, the reasons go to the log
+            body["unavailable"] = sorted(unavailable)
+            log.warning("health check failed", unavailable=unavailable)
+        return JSONResponse(body, status_code=503 if unavailable else 200)
 
     return health
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import httpx
+import psycopg
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -73,6 +74,38 @@ async def test_health_origin_check_and_body_limit(tmp_path, sample):
     assert health.status_code == 200 and health.json()["status"] == "ok"
     assert evil.status_code == 403
     assert big.status_code == 413 and big.json()["error"]["data"]["code"] == "PAYLOAD_TOO_LARGE"
+
+
+@pytest.mark.postgres
+async def test_health_is_503_while_the_store_does_not_answer(tmp_path, sample, postgres_db, monkeypatch):
+    monkeypatch.setenv("TEST_GATEWAY_DSN", postgres_db)
+    config = sample_config(
+        tmp_path,
+        providers={"store": "postgres", "rate_limiter": "postgres"},
+        pipeline={"interceptors": [{"name": "rate_limit"}]},
+        plugins={
+            "store": {"postgres": {"dsn": {"env": "TEST_GATEWAY_DSN"}, "min_size": 0, "max_size": 2}},
+            "interceptor": {"rate_limit": {"rules": [{"name": "r", "tools": ["echo_echo"], "limit": 9}]}},
+        },
+    )
+    server, database = postgres_db.rsplit("/", 1)
+    maintenance = f"{server}/postgres"  # a database may not be closed from a session in it
+    with http_gateway(config, extra_plugins=[("sample", sample)]) as (base, runtime):
+        runtime.providers.get("store")  # the deployment's store, opened as a pack or limiter would open it
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(f"{base}/health")).status_code == 200
+            with psycopg.connect(maintenance, autocommit=True) as admin:  # the database stops taking sessions
+                admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
+                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [database])
+            try:
+                down = await http.get(f"{base}/health", timeout=30)
+            finally:
+                with psycopg.connect(maintenance, autocommit=True) as admin:
+                    admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
+            up = await http.get(f"{base}/health", timeout=30)
+    assert down.status_code == 503
+    assert down.json()["status"] == "unavailable" and down.json()["unavailable"] == ["store:postgres"]
+    assert up.status_code == 200 and up.json()["status"] == "ok"
 
 
 def test_http_refuses_a_public_bind_without_auth(tmp_path):
