@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import sys
+import threading
 from collections.abc import Callable, MutableMapping
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
@@ -127,14 +128,15 @@ class CallLog:
 
     It runs for every call, so it is composed directly from the configured parts (the same stream, redaction
     and JSON rendering as every other line, the same ``level`` and ``timestamp`` keys) rather than through
-    structlog's per-event processor chain, at less than half the cost. It prints through structlog's
-    ``PrintLogger``, so lines never interleave with the others. Processors added to structlog's configuration by an
-    embedding application do not see this line.
+    structlog's per-event processor chain, at less than half the cost. It writes through structlog's
+    ``WriteLogger``, as every other line is written: one ``write`` of the whole line, newline included, so lines of
+    threads logging at once never interleave (``print`` writes the newline apart). Processors added to structlog's
+    configuration by an embedding application do not see this line.
     """
 
     def __init__(self, stream: Any, *, enabled: bool, redactor: Processor | None = None) -> None:
         self.enabled = enabled
-        self._printer = structlog.PrintLogger(stream)
+        self._printer = structlog.WriteLogger(stream)
         self._redactor = redactor
 
     def __call__(self, **fields: Any) -> None:
@@ -177,7 +179,7 @@ def configure_logging(level: str = "info", *, redactor: Processor | None = None,
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        logger_factory=structlog.WriteLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )
     # Third-party libraries log through the standard library: same stream, JSON too, same redaction.
@@ -194,3 +196,15 @@ def configure_logging(level: str = "info", *, redactor: Processor | None = None,
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(max(numeric, logging.WARNING))
+    logging.captureWarnings(True)  # a library's warnings are lines like the others (JSON, redacted), not raw text
+    threading.excepthook = _log_thread_exception
+
+
+def _log_thread_exception(args: threading.ExceptHookArgs) -> None:
+    """An exception that ends a thread (a library's worker, say) is logged as a JSON line, redacted, instead of a
+    raw traceback on stderr."""
+    if args.exc_type is SystemExit:
+        return
+    exc_info = (args.exc_type, args.exc_value, args.exc_traceback)
+    thread = args.thread.name if args.thread is not None else None
+    structlog.get_logger("gateway.threads").error("a thread ended with an exception", thread=thread, exc_info=exc_info)

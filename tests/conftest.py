@@ -4,6 +4,7 @@ themselves live in tests/fakes and are loaded as plugins for every test."""
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 import structlog
@@ -31,6 +32,8 @@ def _fresh_logging():
     structlog.reset_defaults()
     root.handlers[:] = handlers
     root.setLevel(level)
+    logging.captureWarnings(False)
+    threading.excepthook = threading.__excepthook__
 
 
 @pytest.fixture(autouse=True)

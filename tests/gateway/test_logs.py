@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
+import threading
+import warnings
 from typing import Any
 
 import pytest
@@ -11,7 +15,7 @@ from pydantic import BaseModel
 
 from gateway.api import CallContext, Tool, ToolPack, hookimpl
 from gateway.app import running_runtime
-from gateway.logs import make_log_redactor
+from gateway.logs import call_log, configure_logging, make_log_redactor
 from gateway_plugins.sanitizers.patterns import PatternSanitizer
 
 pytestmark = pytest.mark.anyio
@@ -107,3 +111,42 @@ class _Collect:
 
     def info(self, message: str) -> None:
         self.lines.append(message)
+
+
+def test_lines_of_threads_logging_at_once_stay_whole_and_warnings_and_thread_deaths_are_lines_too() -> None:
+    """structlog's lines, the standard library's (uvicorn, libraries) and the per-call line share one stream."""
+    stream = io.StringIO()
+    configure_logging("info", redactor=make_log_redactor(PatternSanitizer().redact), stream=stream)
+
+    def chatter(n: int) -> None:
+        for i in range(2000):
+            if n == 0:
+                structlog.get_logger("a").warning("structlog line", i=i)
+            elif n == 1:
+                logging.getLogger("library").warning("stdlib line %d", i)
+            else:
+                call_log()(tool="t", i=i)
+
+    workers = [threading.Thread(target=chatter, args=(n,)) for n in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn("a library warns: password=hunter2 ghp_0123456789abcdefghijABCDEFGHIJ012345", stacklevel=1)
+
+    def dies() -> None:
+        raise RuntimeError("a worker died holding ghp_0123456789abcdefghijABCDEFGHIJ012345")
+
+    thread = threading.Thread(target=dies, name="doomed")
+    thread.start()
+    thread.join()
+    text = stream.getvalue()
+    lines = [json.loads(line) for line in text.splitlines()]  # every line is one whole JSON document
+    assert len(lines) == 6002
+    assert "ghp_0123456789" not in text and "hunter2" not in text
+    warned, died = lines[-2], lines[-1]
+    assert "a library warns" in warned["event"] and warned["logger"] == "py.warnings"
+    assert died["event"] == "a thread ended with an exception" and died["thread"] == "doomed"
+    assert "RuntimeError: a worker died" in died["exception"]
