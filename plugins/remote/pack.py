@@ -9,6 +9,8 @@ relayed to the caller, and a call the caller cancels is cancelled upstream.
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -190,15 +192,19 @@ class RemotePack(ToolPack):
         async def call(arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
             progress = ctx.report_progress if ctx.progress_sink is not None else None
             result = await upstream.call(lambda session: session.call_tool(remote, arguments, progress=progress))
-            # Remote text, logged through the log redaction like every line (at debug: results can be large).
-            log.debug(
-                "upstream result",
-                upstream=upstream.name,
-                remote_tool=remote,
-                is_error=result.is_error,
-                content=list(result.content),
-                structured=result.structured,
-            )
+            if log.is_enabled_for(logging.DEBUG):  # results can be large: rendered only when logged
+                # Remote text: the server's own secrets replaced first (a tool may echo its key), then the log
+                # redaction like every line.
+                rendered = json.dumps(
+                    {"content": list(result.content), "structured": result.structured}, ensure_ascii=False, default=str
+                )
+                log.debug(
+                    "upstream result",
+                    upstream=upstream.name,
+                    remote_tool=remote,
+                    is_error=result.is_error,
+                    result=upstream.scrub(rendered),
+                )
             return result
 
         return call

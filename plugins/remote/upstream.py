@@ -245,7 +245,7 @@ class Upstream:
                     with anyio.fail_after(self.config.connect_timeout_seconds):
                         await self._update_catalogue(await RemoteCatalogue.read(session))
                 except (UpstreamError, TimeoutError) as exc:
-                    log.warning("upstream catalogue re-read failed", upstream=self.name, error=self._scrub(str(exc)))
+                    log.warning("upstream catalogue re-read failed", upstream=self.name, error=self.scrub(str(exc)))
                 continue
             idle_for = self._idle_timeout()
             if idle_for is not None and self._in_flight == 0:
@@ -268,16 +268,16 @@ class Upstream:
         else:
             self._set_state("idle")
 
-    def _idle_timeout(self) -> float | None:
-        """Only a process is worth reaping: an HTTP server keeps its one session."""
+    def _idle_timeout(self) -> float | None:  # only a process is worth reaping: an HTTP server keeps its session
         return self.config.idle_timeout_seconds if self.config.transport == "stdio" else None
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
+        """``text`` with this server's configured secrets replaced by where they go (``<env.NAME>``)."""
         return scrub_secrets(text, secret_values(self.config))
 
     def _failed(self, reason: str, permanent: bool = False) -> None:
         """Down; retried after the backoff, or never when ``permanent`` (the config cannot change while we run)."""
-        reason = self._scrub(reason)
+        reason = self.scrub(reason)
         self.last_error = reason
         if permanent:
             self._next_attempt = math.inf
@@ -372,18 +372,18 @@ class Upstream:
                 raise upstream_timeout(self.name, timeout, queued=False, queued_for=queued_for) from None
             except UpstreamSessionExpired as exc:
                 if attempt == 2:
-                    raise upstream_unavailable(self.name, self._scrub(str(exc)), state=self.state) from None
+                    raise upstream_unavailable(self.name, self.scrub(str(exc)), state=self.state) from None
                 log.info("upstream session expired; reconnecting", upstream=self.name)
                 self._expired = True
                 self._wake()
                 continue
             except UpstreamConnectionLost as exc:
                 self._wake()
-                raise upstream_unavailable(self.name, self._scrub(str(exc)), state="down") from None
+                raise upstream_unavailable(self.name, self.scrub(str(exc)), state="down") from None
             except UpstreamAnswerLost as exc:  # this call's answer only: the session serves the others
-                raise upstream_unavailable(self.name, self._scrub(str(exc)), state=self.state) from None
+                raise upstream_unavailable(self.name, self.scrub(str(exc)), state=self.state) from None
             except UpstreamRequestFailed as exc:
-                raise upstream_error(self.name, self._scrub(exc.message), exc.code) from None
+                raise upstream_error(self.name, self.scrub(exc.message), exc.code) from None
             self._backoff = self.config.restart_backoff_seconds  # it works: the next failure starts afresh
             return result
         raise AssertionError("unreachable")

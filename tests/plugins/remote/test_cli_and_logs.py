@@ -91,3 +91,21 @@ def test_a_server_printing_its_own_secret_on_stderr_does_not_put_it_in_the_log(t
     # a value written as { env = ... } is a secret; a literal one (the name of the variable to print) is not
     assert "starting with API_KEY=<env.API_KEY>" in result.stderr
     assert key not in result.stderr and key not in result.stdout
+
+
+def test_a_result_echoing_the_servers_own_secret_is_logged_without_it(tmp_path: Path):
+    key = "sk-upstream-0123456789-ECHOED"
+    server = {**py_stdio_server(tmp_path / "state"), "env": {"API_KEY": {"env": "TEST_UPSTREAM_API_KEY"}}}
+    config = remote_config(tmp_path, [server], gateway={"log_level": "debug"}, sanitize={"logs": ""})
+    path = write_toml(tmp_path / "gateway.toml", config)
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway", "call", "py_echo", json.dumps({"text": key}), "-vv", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "TEST_UPSTREAM_API_KEY": key},
+    )
+    assert result.returncode == 0, result.stderr
+    assert key in result.stdout  # the caller gets the result as the server wrote it
+    assert "upstream result" in result.stderr and "<env.API_KEY>" in result.stderr
+    assert key not in result.stderr
