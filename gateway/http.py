@@ -28,7 +28,7 @@ from gateway.api.errors import ConfigError, GatewayError
 from gateway.api.registry import AUTH
 from gateway.asgi_body import BodyTooLarge, buffered
 from gateway.http_auth import HttpAuth, describe_auth
-from gateway.http_errors import error_envelope
+from gateway.http_errors import refused
 from gateway.http_jsonrpc import JsonRpcErrorBodies
 from gateway.http_security import SecurityMiddleware, allowed_hosts, allowed_origins, is_public
 from gateway.http_streams import EventStreams
@@ -84,7 +84,7 @@ class BodyLimitMiddleware:
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = error_envelope(413, f"the request body exceeds the limit of {self.limit} bytes")
+        response = refused(413, f"the request body exceeds the limit of {self.limit} bytes", path=scope.get("path"))
         await response(scope, receive, send)
 
 

@@ -19,9 +19,12 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import structlog
 from starlette.responses import JSONResponse
 
 from gateway.api.errors import ToolError
+
+log = structlog.get_logger(__name__)
 
 STATUS_CODES = {
     400: "VALIDATION_ERROR",
@@ -133,6 +136,20 @@ def error_envelope(
     if retry_after is not None:
         out_headers["Retry-After"] = str(error["retry_after"])
     return JSONResponse({"error": error}, status_code=status, headers=out_headers)
+
+
+def refused(status: int, message: str, *, path: str | None = None, **fields: Any) -> JSONResponse:
+    """:func:`error_envelope`, and the ``request refused`` log line that carries its correlation id (every
+    refusal a caller can quote by its ``X-Correlation-ID`` is found in the log)."""
+    response = error_envelope(status, message, **fields)
+    log.info(
+        "request refused",
+        status=status,
+        reason=message,
+        path=path,
+        correlation_id=response.headers["X-Correlation-ID"],
+    )
+    return response
 
 
 def tool_error_detail(err: ToolError) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -29,12 +30,14 @@ from gateway.api.rate_limits import RateDecision
 from gateway.api.rest import RestRoute, RestRouteSource
 from gateway.api.tools import ScopeByArgument
 from gateway.http_auth import HttpAuth
-from gateway.http_errors import error_envelope, tool_error_response
+from gateway.http_errors import error_envelope, refused, tool_error_response
 from gateway.http_security import scope_refusal
 from gateway.rest_limits import RouteLimits, rate_limit_headers
 from gateway.rest_openapi import openapi_document
 from gateway.rest_routes import ServedRoute, is_json, shape
 from gateway.runtime import GatewayRuntime, UnknownTool
+
+log = structlog.get_logger(__name__)
 
 PREFIX = "/api/v1"
 RESERVED = {("GET", "/tools"), ("POST", "/tools/{}"), ("GET", "/openapi.json")}
@@ -191,29 +194,38 @@ class RestApi:
         principal = _principal(runtime, request)
         context = runtime.new_context(principal=principal, transport="rest", headers=dict(request.headers))
         cid = context.correlation_id
+        path = request.url.path
+
+        def refuse(status: int, message: str) -> Response:
+            return refused(status, message, path=path, correlation_id=cid)
+
+        def deny(err: ToolError) -> Response:
+            log.info("request refused", status=err.http_status, code=err.code, path=path, correlation_id=cid)
+            return tool_error_response(err, cid, self._challenge(err))
+
         if name not in runtime.tools:
-            return error_envelope(404, f"no tool named {name!r}", correlation_id=cid)
+            return refuse(404, f"no tool named {name!r}")
         denied = scope_refusal(runtime, name, principal)
         if denied is not None:
-            return tool_error_response(denied, cid, self._challenge(denied))
+            return deny(denied)
         raw = await request.body()
         if raw.strip() and not is_json(request.headers.get("content-type")):
-            return error_envelope(415, "the body must be sent as application/json", correlation_id=cid)
+            return refuse(415, "the body must be sent as application/json")
         try:
             arguments = json.loads(raw) if raw.strip() else {}
         except RecursionError:
-            return error_envelope(400, "the body is not valid JSON: nested too deeply", correlation_id=cid)
+            return refuse(400, "the body is not valid JSON: nested too deeply")
         except ValueError as exc:  # not JSON, not UTF-8, or an integer past Python's digit limit
-            return error_envelope(400, f"the body is not valid JSON: {exc}", correlation_id=cid)
+            return refuse(400, f"the body is not valid JSON: {exc}")
         if not isinstance(arguments, dict):
-            return error_envelope(400, "the body must be a JSON object", correlation_id=cid)
+            return refuse(400, "the body must be a JSON object")
         denied = scope_refusal(runtime, name, principal, arguments)  # a scope that depends on the arguments
         if denied is not None:
-            return tool_error_response(denied, cid, self._challenge(denied))
+            return deny(denied)
         try:
             outcome = await runtime.call_tool(name, arguments, context)
         except UnknownTool:
-            return error_envelope(404, f"no tool named {name!r}", correlation_id=cid)
+            return refuse(404, f"no tool named {name!r}")
         decision = context.state.get("rate_limit")
         headers = {
             "X-Correlation-ID": cid,

@@ -8,6 +8,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from openapi_spec_validator import validate
+from structlog.testing import capture_logs
 
 from gateway.testing import http_gateway
 from tests.gateway.sample_plugin import SamplePlugin, sample_config
@@ -45,6 +46,23 @@ def test_errors_use_the_envelope(rest_server, path, body, status, code):
     assert error["code"] == code
     assert set(error) >= {"code", "message", "detail", "correlation_id", "retryable"}
     assert "Traceback" not in response.text
+
+
+@pytest.mark.parametrize(
+    ("path", "content", "headers", "status"),
+    [
+        ("/api/v1/tools/no_such_tool", b"{}", {"Content-Type": "application/json"}, 404),
+        ("/api/v1/tools/echo_echo", b"text", {"Content-Type": "text/plain"}, 415),
+        ("/api/v1/tools/echo_echo", b"[1]", {"Content-Type": "application/json"}, 400),
+        ("/api/v1/tools/echo_echo", b"x" * 2_000_000, {"Content-Type": "application/json"}, 413),
+    ],
+)
+def test_a_refusal_before_the_call_is_logged_with_its_correlation_id(rest_server, path, content, headers, status):
+    with capture_logs() as logs:
+        response = httpx.post(f"{rest_server}{path}", content=content, headers=headers)
+    assert response.status_code == status
+    cid = response.headers["X-Correlation-ID"]
+    assert [e["status"] for e in logs if e["event"] == "request refused" and e["correlation_id"] == cid] == [status]
 
 
 @pytest.mark.parametrize(
