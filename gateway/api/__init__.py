@@ -107,6 +107,7 @@ from gateway.api.sanitizers import (
 )
 from gateway.api.stores import Migration, RelationalStore, StoreIntegrityError, Transaction
 from gateway.api.tools import (
+    MAX_TOOL_NAME,
     CallNext,
     Interceptor,
     Reindexable,
@@ -158,6 +159,7 @@ __all__ = [
     "CONNECTOR",
     "EMBEDDER",
     "JUDGE",
+    "MAX_TOOL_NAME",
     "OFF_LOOP_CHARS",
     "PROCESS_CHARS",
     "PROJECT_NAME",

@@ -19,6 +19,7 @@ import anyio
 import structlog
 
 from gateway.api import (
+    MAX_TOOL_NAME,
     CallContext,
     PackContext,
     Prompt,
@@ -78,6 +79,9 @@ class RemotePack(ToolPack):
                 if not upstream.config.tools.admits(tool.name):
                     continue
                 full = upstream.config.prefix + tool.name
+                if len(full) > MAX_TOOL_NAME or not full.isprintable() or any(c.isspace() for c in full):
+                    self._unusable(full, upstream.name)
+                    continue
                 if full in seen:
                     self._clash("tool", full, seen[full], upstream.name)
                     continue
@@ -93,6 +97,13 @@ class RemotePack(ToolPack):
         named = kind in ("tool", "prompt")
         what = f"{kind} name clash; give the servers distinct prefixes" if named else f"{kind} clash; serve one of them"
         log.error(f"remote {what}", **{kind.replace(" ", "_"): key}, kept=kept, left_out=left_out)
+
+    def _unusable(self, name: str, upstream: str) -> None:
+        """A tool name too long (over MCP's 128 characters), or holding blanks or control characters: clients,
+        log lines and metric labels would choke on it. Left out, logged once."""
+        if ("unusable", name, upstream) not in self._clashes_told:
+            self._clashes_told.add(("unusable", name, upstream))
+            log.error("remote tool left out: not a usable tool name", tool=name[:200], upstream=upstream)
 
     def tools(self) -> Sequence[Tool[Any, Any]]:
         by_name = {(u.name, t.name): t for u in self.upstreams for t in u.catalogue.tools}

@@ -109,3 +109,20 @@ async def test_a_timeout_after_queueing_for_a_slot_says_so(tmp_path: Path):
     error = _error(answers["queued"])
     assert error["code"] == "upstream_timeout" and error["details"]["queued"] is False
     assert "queued for a free slot" in error["message"] and 0.5 < error["details"]["queued_seconds"] < 2, error
+
+
+async def test_a_tool_name_no_client_could_use_is_left_out_and_logged_once(tmp_path: Path):
+    """Too long for MCP, or holding blanks or control characters: clients, log lines and metric labels choke on it."""
+    odd = ["x" * 200, "two words", "line\nbreak"]
+    with capture_logs() as logs:
+        async with running_gateway(remote_config(tmp_path, [py_stdio_server(tmp_path / "state")])) as client:
+            for name in [*odd, "fine"]:
+                await client.call_tool("py_grow", {"name": name})
+            assert await eventually(lambda: "py_fine" in client.runtime.tools)
+            listed = {t.name for t in (await client.list_tools()).tools}
+            await client.list_tools()
+            scraped = client.runtime.metrics.render().decode()
+    assert "py_fine" in listed and not any(f"py_{name}" in listed for name in odd)
+    assert "two words" not in scraped and "x" * 200 not in scraped
+    told = [e["tool"] for e in logs if e["event"] == "remote tool left out: not a usable tool name"]
+    assert sorted(told) == sorted(f"py_{name}"[:200] for name in odd)  # a name is logged cut at 200
