@@ -92,7 +92,11 @@ async def running_runtime(
         await runtime.start()
     watch = None
     if threshold := loaded.config.gateway.loop_stall_warning_seconds:
-        watch = LoopWatch(asyncio.get_running_loop(), threshold, lambda: sorted(set(runtime.calls_in_flight.values())))
+        watch = LoopWatch(
+            asyncio.get_running_loop(),
+            threshold,
+            lambda: sorted(f"{tool} ({cid})" for cid, tool in dict(runtime.calls_in_flight).items()),
+        )
         watch.start()
     try:
         yield runtime
