@@ -117,7 +117,7 @@ class GatewayGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (GatewayError, BaseExceptionGroup) as exc:
+        except (GatewayError, BaseExceptionGroup, KeyboardInterrupt) as exc:
             replacement = cli_failure(exc)
             if replacement is None:
                 raise

@@ -10,7 +10,6 @@ from typing import Any
 
 import anyio
 
-from gateway.api.errors import GatewayError
 from gateway.runtime import GatewayRuntime
 
 __all__ = ["enabled_packs", "pack_lines", "tool_lines", "tool_rows", "upstream_lines"]
@@ -36,17 +35,14 @@ def pack_lines(runtime: GatewayRuntime) -> list[str]:
 
 
 def enabled_packs(running: Callable[[], AbstractAsyncContextManager[GatewayRuntime]], source: object) -> list[str]:
-    """The tail of ``gateway plugins``: the deployment started (``running``), its packs and remote servers."""
+    """The tail of ``gateway plugins``: the deployment started (``running``), its packs and remote servers. A
+    deployment that cannot start raises its error (the command then fails, after the inventory)."""
 
     async def main() -> list[str]:
         async with running() as runtime:
             return pack_lines(runtime)
 
-    try:
-        lines = anyio.run(main)
-    except GatewayError as exc:
-        return [f"enabled packs: not started ({exc})"]
-    return [f"enabled packs ({source}):", *lines]
+    return [f"enabled packs ({source}):", *anyio.run(main)]
 
 
 def tool_rows(runtime: GatewayRuntime) -> list[dict[str, Any]]:

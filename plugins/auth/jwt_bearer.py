@@ -255,7 +255,11 @@ def build(ctx: ProviderContext) -> JwtAuthenticator:
     elif config.public_key_file is not None:
         keys = PemKey(config.public_key_file, config.algorithms)
     elif config.secret is None:
-        raise ProviderUnavailable("auth/jwt", "the HMAC secret is not set (is its environment variable empty?)")
+        raise ProviderUnavailable(
+            "auth/jwt",
+            "'plugins.auth.jwt.secret' is not set: the variable its { env = ... } names is unset or empty (or give "
+            "public_key_file or jwks_file)",
+        )
     else:
         keys = SecretKey(config.secret.get_secret_value(), config.algorithms)
     issuing = config.issuing

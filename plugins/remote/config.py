@@ -42,6 +42,10 @@ HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 PROTOCOL = re.compile(r"^(auto|legacy|\d{4}-\d{2}-\d{2})$")
 
 
+_CREDENTIAL = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECASE)
+"""An argument name whose value the displays hide."""
+
+
 class ToolFilter(BaseModel):
     """Which of the server's tools to serve, by the server's own names: ``allow`` only these, or all but ``deny``."""
 
@@ -173,6 +177,28 @@ class ServerConfig(BaseModel):
     @property
     def transport(self) -> str:
         return "stdio" if self.command is not None else "http"
+
+    @property
+    def target(self) -> str:
+        """The command line or URL, as ``gateway plugins`` and ``gateway tools`` show it: a URL's password and query
+        values, and the value of an argument named like a credential (``--api-key X``, ``--token=X``), hidden."""
+        if self.url is not None:
+            parts = urlsplit(self.url)
+            netloc = parts.netloc
+            if parts.password is not None:
+                netloc = f"{parts.username}:***@{netloc.rsplit('@', 1)[1]}"
+            query = "&".join(f"{pair.split('=', 1)[0]}=***" if "=" in pair else pair for pair in parts.query.split("&"))
+            return parts._replace(netloc=netloc, query=query if parts.query else "").geturl()
+        shown: list[str] = []
+        for arg in self.command or []:
+            flag, equals, _ = arg.partition("=")
+            if equals and arg.startswith("-") and _CREDENTIAL.search(flag):
+                shown.append(f"{flag}=***")
+            elif shown and shown[-1].startswith("-") and _CREDENTIAL.search(shown[-1]) and not arg.startswith("-"):
+                shown.append("***")
+            else:
+                shown.append(arg)
+        return " ".join(shown)
 
     def is_secret(self, where: str) -> bool:
         """Whether ``headers.X`` or ``env.Y`` holds a secret: every header (credentials travel there), and an env

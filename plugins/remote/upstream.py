@@ -389,7 +389,7 @@ class Upstream:
         raise AssertionError("unreachable")
 
     def status(self, served_tools: int) -> UpstreamStatus:
-        where = " ".join(self.config.command) if self.config.command else str(self.config.url)
+        where = self.config.target
         return UpstreamStatus(
             name=self.name,
             state=self.state,

@@ -180,18 +180,8 @@ class SqliteStore:
         async with self._open_lock:
             if self._writer is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                writer = await ThreadedConnection.open(
-                    self.path,
-                    busy_timeout=self._busy_timeout,
-                    pragmas=[
-                        "journal_mode = WAL",
-                        f"synchronous = {self._synchronous}",
-                        "foreign_keys = ON",
-                        *(["wal_autocheckpoint = 0"] if self._commit_inline else []),  # see _committed
-                    ],
-                    name="sqlite-writer",
-                    inline=True,
-                )
+                with self._unavailable_when_locked():
+                    writer = await self._open_writer()
                 try:
                     for _ in range(self._reader_count):
                         reader = await ThreadedConnection.open(
@@ -205,6 +195,20 @@ class SqliteStore:
                 self._writer = writer
                 log.debug("sqlite store opened", path=str(self.path), readers=self._reader_count)
         return self._writer
+
+    async def _open_writer(self) -> ThreadedConnection:
+        return await ThreadedConnection.open(
+            self.path,
+            busy_timeout=self._busy_timeout,
+            pragmas=[
+                "journal_mode = WAL",
+                f"synchronous = {self._synchronous}",
+                "foreign_keys = ON",
+                *(["wal_autocheckpoint = 0"] if self._commit_inline else []),  # see _committed
+            ],
+            name="sqlite-writer",
+            inline=True,
+        )
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Transaction]:

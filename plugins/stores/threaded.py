@@ -48,10 +48,13 @@ def _is_busy(exc: BaseException) -> bool:
 @contextmanager
 def locked_is_unavailable(provider: str, path: Path, seconds: float) -> Iterator[None]:
     """A database still locked by another process after the busy timeout is :class:`ProviderUnavailable` (a
-    caller answers ``service_unavailable``, retryable), not a raw ``sqlite3.OperationalError``."""
+    caller answers ``service_unavailable``, retryable), not a raw ``sqlite3.OperationalError``; so is a file that
+    is not an SQLite database, or a damaged one, naming the file."""
     try:
         yield
-    except sqlite3.OperationalError as exc:
+    except sqlite3.DatabaseError as exc:
+        if (exc.sqlite_errorcode or 0) & 0xFF in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+            raise ProviderUnavailable(provider, f"{path} is not an SQLite database, or it is damaged ({exc})") from exc
         if not _is_busy(exc):
             raise
         raise ProviderUnavailable(

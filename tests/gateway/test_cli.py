@@ -9,11 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from gateway.app import DEFAULT_CONFIG
 from gateway.cli import cli
+from gateway.cli_errors import cli_failure
 
 
 def _config(tmp_path) -> str:
@@ -208,3 +210,18 @@ def test_a_port_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
 def test_indent_must_be_a_small_non_negative_number(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--config", _config(tmp_path), "gim", "stats", "--indent", "-3"])
     assert result.exit_code == 2 and "-3 is not in the range 0<=x<=16" in result.output
+
+
+def test_ctrl_c_is_exit_status_130_not_a_tool_error() -> None:
+    """``gateway call`` exits 1 for a tool error: an interrupted command must not look like one."""
+    replacement = cli_failure(BaseExceptionGroup("serving", [KeyboardInterrupt()]))
+    assert isinstance(replacement, click.exceptions.Exit) and replacement.exit_code == 130
+
+
+def test_plugins_fails_after_the_inventory_when_the_deployment_cannot_start(tmp_path):
+    config = tmp_path / "file.toml"
+    (tmp_path / "afile").write_text("not a directory")
+    config.write_text(f'[gateway]\ndata_dir = "{tmp_path / "afile"}"\n[packs]\nenabled = ["hello"]\n')
+    result = CliRunner().invoke(cli, ["--config", str(config), "plugins"])
+    assert result.exit_code == 1 and "hello  (hello-pack 0.1.0)" in result.stdout
+    assert "cannot be used: it is not a directory" in result.output and "Traceback" not in result.output

@@ -172,3 +172,12 @@ def test_parameter_types() -> None:
     assert Duration().convert("1w2d3h4m5s", None, None) == timedelta(days=9, hours=3, minutes=4, seconds=5)
     assert Duration().convert("90D", None, None) == timedelta(days=90)
     assert Timestamp().convert("2030-05-06T07:08:09Z", None, None) == datetime(2030, 5, 6, 7, 8, 9, tzinfo=UTC)
+
+
+def test_a_store_file_that_is_no_database_is_one_error_line_naming_it(config: Path, tmp_path: Path) -> None:
+    create(config)  # the store exists
+    store = tmp_path / "data" / "providers" / "store" / "sqlite" / "gateway.sqlite3"
+    store.write_bytes(bytes(range(256)) * 32)  # damaged beyond recognition
+    result = CliRunner().invoke(cli, ["--config", str(config), "keys", "list"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{store} is not an SQLite database, or it is damaged" in result.output

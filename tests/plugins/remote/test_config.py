@@ -137,3 +137,21 @@ def test_an_allow_list_naming_tools_the_server_lacks_is_told() -> None:
 
     assert ToolFilter(allow=["echo", "add"]).absent_from({"echo", "get-sum"}) == ["add"]
     assert ToolFilter(deny=["x"]).absent_from({"echo"}) == []
+
+
+@pytest.mark.parametrize(
+    ("server", "shown"),
+    [
+        (
+            {"url": "http://alice:Pw0rd@127.0.0.1:9/mcp?token=Tok&x=1"},
+            "http://alice:***@127.0.0.1:9/mcp?token=***&x=***",
+        ),
+        ({"url": "https://mcp.example/mcp"}, "https://mcp.example/mcp"),
+        (
+            {"command": ["server", "--api-key", "K1", "--port", "8", "--token=T2", "-v"]},
+            "server --api-key *** --port 8 --token=*** -v",
+        ),
+    ],
+)
+def test_the_target_shown_by_the_cli_hides_credentials(server: dict[str, Any], shown: str) -> None:
+    assert ServerConfig.model_validate({"name": "s", **server}).target == shown
