@@ -47,8 +47,12 @@ class Auditor:
         self._collector = ContextCollector(workspace, config.limits)
         self._apply_lock = anyio.Lock()
 
-    async def audit(self, thought: str, session: SessionConfig, warnings: list[str]) -> GanReview:
-        context = await self._collector.collect(session, thought)
+    async def audit(
+        self, thought: str, session: SessionConfig, warnings: list[str], *, workspace: bool = True
+    ) -> GanReview:
+        """Review the code of ``thought`` and of ``session``'s scope; ``workspace`` false: the thought's alone, and
+        nothing is applied."""
+        context = await self._collector.collect(session, thought, workspace=workspace)
         warnings = [*warnings, *context.warnings]
         if not context.files:
             summary = "Nothing to review: no code in the thought and none in the selected scope."
@@ -88,7 +92,7 @@ class Auditor:
                 f" Applying proposed_diff raises the overall score to {best.combined.overall}"
                 f" (verdict {best.combined.verdict}, verified in cycle {best_cycle})."
             )
-        if session.apply_fixes:
+        if session.apply_fixes and workspace:
             review.applied = await self._apply(proposal, context, review.warnings)
         return review
 

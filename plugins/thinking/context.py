@@ -59,21 +59,24 @@ class ContextCollector:
         self.workspace = workspace
         self.limits = limits
 
-    async def collect(self, config: SessionConfig, thought: str) -> AuditContext:
+    async def collect(self, config: SessionConfig, thought: str, *, workspace: bool = True) -> AuditContext:
+        """What the judges see; with ``workspace`` false (a caller not allowed to read the workspace), the code of
+        the thought alone."""
         timeout = self.limits.git_timeout_seconds
         context = AuditContext()
         budget = _Budget(self.limits)
-        try:
-            context.repo = await git.repo_info(self.workspace.root, timeout)
-            if config.scope == "diff":
-                await self._diff(context, budget)
-            elif config.scope == "paths":
-                await anyio.to_thread.run_sync(self._paths, config.paths, context, budget)
-            else:
-                await self._overview(context, budget)
-        except git.GitError as error:
-            context.warnings.append(f"workspace not read: {error}")
-        code = await extract(thought, self.workspace, time_limit=timeout)
+        if workspace:
+            try:
+                context.repo = await git.repo_info(self.workspace.root, timeout)
+                if config.scope == "diff":
+                    await self._diff(context, budget)
+                elif config.scope == "paths":
+                    await anyio.to_thread.run_sync(self._paths, config.paths, context, budget)
+                else:
+                    await self._overview(context, budget)
+            except git.GitError as error:
+                context.warnings.append(f"workspace not read: {error}")
+        code = await extract(thought, self.workspace if workspace else None, time_limit=timeout)
         known = {file.path: index for index, file in enumerate(context.files)}
         for applied in code.applied_files:
             if applied.path in known:

@@ -31,6 +31,9 @@ from gateway_plugins.thinking.workspace import Workspace
 log = structlog.get_logger(__name__)
 
 TOOL_NAME = "sequentialthinking"
+WORKSPACE_SCOPE = "thinking:workspace"
+"""What an audit needs to read the workspace (its diff, paths, overview) and to apply fixes to it. Plain thinking,
+and the review of code written in the thought, need no scope; a deployment without authentication grants it."""
 DESCRIPTION = """A detailed tool for dynamic and reflective problem-solving through thoughts.
 This tool helps analyze problems through a flexible thinking process that can adapt and evolve.
 Each thought can build on, question, or revise previous insights as understanding deepens.
@@ -168,7 +171,13 @@ class ThinkingPack(ToolPack):
             return result
         trigger, config, warnings = plan
         session_id = args.branchId or f"gan-{uuid.uuid4().hex[:12]}"
-        gan = await self._auditor.audit(args.thought, config, warnings)
+        access = ctx.principal.allows(WORKSPACE_SCOPE)
+        if not access:
+            warnings.append(
+                f"the workspace was not read{' and no fix applied' if config.apply_fixes else ''}: that needs the "
+                f"{WORKSPACE_SCOPE} scope; only the code in the thought was reviewed"
+            )
+        gan = await self._auditor.audit(args.thought, config, warnings, workspace=access)
         self._remember(ctx.principal.key, session_id, gan)
         result.sessionId = session_id
         result.gan = gan
