@@ -155,6 +155,10 @@ def error_for(service: str, response: httpx.Response, *, token_hint: str = "") -
     )
 
 
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port or {"http": 80, "https": 443}.get(url.scheme)
+
+
 class HostedHttp:
     """An HTTP client for one hosted service, with the retry policy and rate-limit handling described above."""
 
@@ -180,13 +184,27 @@ class HostedHttp:
         self.waits: list[float] = []
         """Every wait slept, in order (tests and diagnostics)."""
         self._resume_at = 0.0
+        self._origin = _origin(httpx.URL(base_url))
         self._client = httpx.AsyncClient(
             base_url=base_url.rstrip("/") + "/",
             headers=dict(headers),
             timeout=policy.timeout_seconds,
             transport=transport,
             follow_redirects=True,
+            event_hooks={"request": [self._stay_on_origin]},
         )
+
+    async def _stay_on_origin(self, request: httpx.Request) -> None:
+        """Every request, a redirect's and a pagination link's included, goes to the base URL's origin: the
+        connector's credentials (and the operator's allow-list of base URLs) never reach a host a response named."""
+        if _origin(request.url) != self._origin:
+            raise ToolError(
+                f"{self.service} pointed to another host ({request.url.host}), outside the connector's base_url; "
+                "the request was not sent",
+                code="upstream_error",
+                http_status=502,
+                details={"service": self.service},
+            )
 
     async def _wait(self, seconds: float, why: str) -> None:
         if seconds > self.policy.max_wait_seconds:

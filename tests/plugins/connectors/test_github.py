@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from gateway.api import RateLimitExceeded, ServiceUnavailable, Unauthenticated
+from gateway.api import RateLimitExceeded, ServiceUnavailable, ToolError, Unauthenticated
 from gateway.contracts.connector_contract import IncrementalConnectorContract, Seeded, full_sync
 from gateway_plugins.connectors.github import GitHubConfig, GitHubConnector
 from tests.fakes.github import FakeGitHub, primary_limit, secondary_limit
@@ -264,3 +264,24 @@ def test_the_token_is_only_an_environment_reference(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("GH_SECRET_FOR_REPR", "s3cr3t-value")
     config = GitHubConfig(repository="octo/shop", token={"env": "GH_SECRET_FOR_REPR"})
     assert "s3cr3t-value" not in repr(config) and config.token_env == "GH_SECRET_FOR_REPR"
+
+
+async def test_a_link_to_another_origin_is_not_followed(fake_github: FakeGitHub, token_env: str) -> None:
+    """The server links its next page on 127.0.0.1 while the connector's base_url says localhost: another origin,
+    as a compromised or proxying server could name one, so the token is not sent there."""
+    for number in range(1, 6):
+        fake_github.add_issue(number, f"Issue {number}", None, updated=T0)  # one second: pages by their links
+    config = GitHubConfig(
+        repository="octo/shop",
+        base_url=fake_github.base_url.replace("127.0.0.1", "localhost"),
+        token={"env": token_env},
+        per_page=2,
+    )
+    github = GitHubConnector(config, sleep=Sleeps())
+    try:
+        with pytest.raises(ToolError, match=r"pointed to another host \(127\.0\.0\.1\)") as refused:
+            await full_sync(github)
+    finally:
+        await github.aclose()
+    assert refused.value.code == "upstream_error"
+    assert not [r for r in fake_github.requests if r.query.get("page")]  # the linked page was never asked for
