@@ -8,7 +8,8 @@ name what the operator allows in ``[plugins.context.tenant_connectors]``:
 
 * ``roots``: directories a ``root`` must lie inside (after resolving links); ``{tenant}`` stands for the caller's
   tenant, so ``/srv/repos/{tenant}`` gives each tenant a directory of its own;
-* ``secret_env``: the environment variables a ``{ env = "NAME" }`` reference may name (shell-style patterns);
+* ``secret_env``: the environment variables a ``{ env = "NAME" }`` reference may name (shell-style patterns;
+  ``{TENANT}`` / ``{tenant}`` stand for the caller's tenant, so ``"{TENANT}_*"`` gives each tenant its own);
 * ``base_urls``: the URLs a ``base_url`` may start with (without one, a connector type uses its own service's URL).
 
 All three are empty by default: an authenticated caller can add hosted connectors on their default URLs with no
@@ -47,7 +48,9 @@ class TenantConnectorPolicy(BaseModel):
         description="Directories a file connector's root must lie inside; {tenant} is the caller's tenant.",
     )
     secret_env: list[str] = Field(
-        default_factory=list, description='Environment variables a { env = "NAME" } may name (shell-style patterns).'
+        default_factory=list,
+        description='Environment variables a { env = "NAME" } may name (shell-style patterns); {TENANT} is the '
+        "caller's tenant in capitals, {tenant} as it is.",
     )
     base_urls: list[str] = Field(default_factory=list, description="URLs a connector's base_url may start with.")
 
@@ -66,7 +69,7 @@ class TenantConnectorPolicy(BaseModel):
         key = field.rsplit(".", 1)[-1]
         if isinstance(value, Mapping) and set(value) == {"env"}:
             name = value["env"]
-            if isinstance(name, str) and any(fnmatch.fnmatchcase(name, pattern) for pattern in self.secret_env):
+            if isinstance(name, str) and any(fnmatch.fnmatchcase(name, pattern) for pattern in self._secrets(tenant)):
                 return None
             return f"connectors added over the API may only name the environment variables {_SECTION} secret_env allows"
         if key == "root" and isinstance(value, str):
@@ -86,6 +89,18 @@ class TenantConnectorPolicy(BaseModel):
                 return None
             return f"connectors added over the API may only use the URLs {_SECTION} base_urls allows"
         return None
+
+    def _secrets(self, tenant: str) -> list[str]:
+        """The ``secret_env`` patterns for ``tenant``: one naming the tenant counts only for a tenant whose name
+        holds no pattern character (a tenant named ``*`` must not widen ``{TENANT}_*`` to every variable)."""
+        patterns = []
+        for pattern in self.secret_env:
+            if "{tenant}" in pattern or "{TENANT}" in pattern:
+                if not _SAFE_TENANT.fullmatch(tenant):
+                    continue
+                pattern = pattern.replace("{tenant}", tenant).replace("{TENANT}", tenant.upper())
+            patterns.append(pattern)
+        return patterns
 
     def _inside_roots(self, tenant: str, root: str) -> bool:
         if not self.roots or "\0" in root:

@@ -75,6 +75,14 @@ def test_secrets_and_urls_are_those_the_operator_lists() -> None:
         assert _fields(policy, "acme", {"base_url": url})[0]["field"] == "connector_config.base_url"
 
 
+def test_a_secret_pattern_naming_the_tenant_gives_each_tenant_its_own() -> None:
+    policy = TenantConnectorPolicy(secret_env=["{TENANT}_*", "shared_{tenant}_token"])
+    policy.check("acme", {"token": {"env": "ACME_GITHUB_TOKEN"}})
+    policy.check("acme", {"token": {"env": "shared_acme_token"}})
+    assert _fields(policy, "evil", {"token": {"env": "ACME_GITHUB_TOKEN"}})[0]["field"] == "connector_config.token"
+    assert _fields(policy, "*", {"token": {"env": "ACME_GITHUB_TOKEN"}})  # a tenant named like a pattern widens none
+
+
 def test_over_rest_and_mcp_a_tenant_reaches_only_what_is_allowed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
