@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway import __version__, mcp_adapter
+from gateway import mcp_adapter
 from gateway.api.errors import ConfigError, GatewayError
 from gateway.api.registry import AUTH
 from gateway.asgi_body import BodyTooLarge, buffered
@@ -120,12 +120,7 @@ def _health(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[JSONRespon
                 unavailable[f"store:{name}"] = f"no answer within {HEALTH_PROBE_SECONDS:g} s"
             except Exception as exc:
                 unavailable[f"store:{name}"] = getattr(exc, "reason", None) or type(exc).__name__
-        body: dict[str, Any] = {
-            "status": "unavailable" if unavailable else "ok",
-            "version": __version__,
-            "packs": list(runtime.packs),
-            "tools": len(runtime.tools),
-        }
+        body: dict[str, Any] = {"status": "unavailable" if unavailable else "ok"}  # public: nothing to fingerprint
         if unavailable:  # the route is public: the names only, the reasons go to the log
             body["unavailable"] = sorted(unavailable)
             log.warning("health check failed", unavailable=unavailable)
