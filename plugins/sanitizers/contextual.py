@@ -220,9 +220,24 @@ CONTEXT_RULES: tuple[Rule, ...] = (
         r"(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p(?P<s_p>[^\s-][^\s]*)"
         r"|\b(?:curl|wget|http)\b[^\n]*?\s(?:-u|--user)[ =]?[^\s:]+:(?P<s_u>[^\s@]+)"
         r"|\bsshpass\s+-p\s*[\"']?(?P<s_s>[^\s\"']+)"
-        r"|\bredis-cli\b[^\n]*?\s-a\s+[\"']?(?P<s_r>[^\s\"']+))",
+        r"|\bredis-cli\b[^\n]*?\s-a\s+[\"']?(?P<s_r>[^\s\"']+)"
+        r"|\bdocker\s+login\b[^\n]*?\s(?:-p|--password)[ =][\"']?(?P<s_d>[^\s\"']+)"
+        r"|\bhtpasswd\s+(?:-[a-zA-Z]+\s+)*-[a-zA-Z]*b[a-zA-Z]*\s+(?:-[a-zA-Z]+\s+)*\S+\s+\S+\s+[\"']?(?P<s_h>[^\s\"']+)"
+        r"|\s-(?:src|dest)?(?:store|key)pass\s+[\"']?(?P<s_k>[^\s\"']+))",  # keytool, jarsigner
         not_placeholder,
-        ("mysql", "mariadb", "curl", "wget", "http", "sshpass", "redis-cli"),
+        (
+            "mysql",
+            "mariadb",
+            "curl",
+            "wget",
+            "http",
+            "sshpass",
+            "redis-cli",
+            "docker",
+            "htpasswd",
+            "storepass",
+            "keypass",
+        ),
     ),
     _c(
         "cookie_value",

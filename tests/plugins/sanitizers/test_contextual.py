@@ -21,6 +21,10 @@ def redact(text: str) -> str:
         ("./deploy.sh --token 7f3a9b2c8d1e4f5a6b7c --env prod", "7f3a9b2c8d1e4f5a6b7c"),
         ("mysql -u root -pS3cretPass db", "S3cretPass"),
         ("curl -u alice:hunter2x https://api.example-saas.com", "hunter2x"),
+        ("docker login -u bot -p Hy7Lq2Nv9Xz registry.example.com", "Hy7Lq2Nv9Xz"),
+        ("htpasswd -cb .htpasswd admin Yp2Kd8Wm5", "Yp2Kd8Wm5"),
+        ("keytool -importkeystore -srcstorepass Aa1Bb2Cc3 -deststorepass Dd4Ee5Ff6", "Dd4Ee5Ff6"),
+        ("keytool -importkeystore -srcstorepass Aa1Bb2Cc3 -deststorepass Dd4Ee5Ff6", "Aa1Bb2Cc3"),
         ("GET /cb?state=1&access_token=Ab3dEf9HiJkLmNoP", "Ab3dEf9HiJkLmNoP"),
         ("Cookie: sessionid=8f3k2j5h7g9d1s3a5f7g9h; theme=dark", "8f3k2j5h7g9d1s3a5f7g9h"),
         ('api_token = "550e8400-e29b-41d4-a716-446655440000"', "550e8400-e29b"),
@@ -44,6 +48,7 @@ def test_context_reveals_secret(text: str, secret: str) -> None:
         "tokenizer = AutoTokenizer.from_pretrained('bert'); token_count=12; KeyError: 'user_id'",
         "self.access_token = access_token; if password != confirm_password: token = get_token(s)",
         "Authorization: Bearer $(gcloud auth print-access-token)",
+        "keytool -list -storepass:env STOREPASS; docker login -u bot --password-stdin < pw.txt",
     ],
 )
 def test_lookalikes_unchanged(text: str) -> None:
