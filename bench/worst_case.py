@@ -349,7 +349,7 @@ def _outcome(response: httpx.Response) -> str:
         error = response.json().get("error")
     except ValueError:
         return str(response.status_code)
-    code = (error.get("detail") or {}).get("code") or error.get("code") if isinstance(error, dict) else None
+    code = (error.get("details") or {}).get("code") or error.get("code") if isinstance(error, dict) else None
     return f"{response.status_code} {code}"
 
 

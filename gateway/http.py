@@ -102,7 +102,9 @@ class _PublicBypass:
 
 
 HEALTH_PROBE_SECONDS = 2.0
-"""How long ``/health`` waits for each relational store to answer ``SELECT 1``."""
+"""How long ``/health`` waits for each relational store to answer (:class:`gateway.api.RelationalStore`)."""
+HEALTH_CACHE_SECONDS = 1.0
+"""How long an answer of ``/health`` stands for the requests after it."""
 
 
 def _health(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[JSONResponse]]:
@@ -110,16 +112,26 @@ def _health(runtime: GatewayRuntime) -> Callable[[Request], Awaitable[JSONRespon
     naming the store (a replica that cannot serve leaves the rotation). Remote servers being down does not count:
     the gateway's other tools still serve, and ``gateway plugins`` and the metrics show them."""
 
-    async def health(request: Request) -> JSONResponse:
+    last: list[Any] = [-HEALTH_CACHE_SECONDS, {}]  # when the stores were last probed, and what was found
+
+    async def probe() -> dict[str, str]:
         unavailable: dict[str, str] = {}
         for name in runtime.providers.built("store"):
+            store = runtime.providers.get("store", name)
             try:
                 with anyio.fail_after(HEALTH_PROBE_SECONDS):
-                    await runtime.providers.get("store", name).fetch_one("SELECT 1 AS ok")
+                    await (store.probe() if hasattr(store, "probe") else store.fetch_one("SELECT 1 AS ok"))
             except TimeoutError:
                 unavailable[f"store:{name}"] = f"no answer within {HEALTH_PROBE_SECONDS:g} s"
             except Exception as exc:
                 unavailable[f"store:{name}"] = getattr(exc, "reason", None) or type(exc).__name__
+        return unavailable
+
+    async def health(request: Request) -> JSONResponse:
+        if anyio.current_time() - last[0] >= HEALTH_CACHE_SECONDS:  # the route is public: probes are shared
+            last[0] = anyio.current_time()
+            last[1] = await probe()
+        unavailable: dict[str, str] = last[1]
         body: dict[str, Any] = {"status": "unavailable" if unavailable else "ok"}  # public: nothing to fingerprint
         if unavailable:  # the route is public: the names only, the reasons go to the log
             body["unavailable"] = sorted(unavailable)

@@ -197,14 +197,24 @@ def configure_logging(level: str = "info", *, redactor: Processor | None = None,
     root.handlers[:] = [handler]
     root.setLevel(max(numeric, logging.WARNING))
     logging.captureWarnings(True)  # a library's warnings are lines like the others (JSON, redacted), not raw text
-    threading.excepthook = _log_thread_exception
+    if not isinstance(threading.excepthook, _ThreadDeaths):
+        threading.excepthook = _ThreadDeaths(threading.excepthook)
 
 
-def _log_thread_exception(args: threading.ExceptHookArgs) -> None:
+class _ThreadDeaths:
     """An exception that ends a thread (a library's worker, say) is logged as a JSON line, redacted, instead of a
-    raw traceback on stderr."""
-    if args.exc_type is SystemExit:
-        return
-    exc_info = (args.exc_type, args.exc_value, args.exc_traceback)
-    thread = args.thread.name if args.thread is not None else None
-    structlog.get_logger("gateway.threads").error("a thread ended with an exception", thread=thread, exc_info=exc_info)
+    raw traceback on stderr; a hook someone else installed before (an embedding program's, a test runner's) still
+    runs after it."""
+
+    def __init__(self, previous: Callable[[threading.ExceptHookArgs], Any]) -> None:
+        self._previous = previous
+
+    def __call__(self, args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:
+            return
+        exc_info = (args.exc_type, args.exc_value, args.exc_traceback)
+        thread = args.thread.name if args.thread is not None else None
+        log_ = structlog.get_logger("gateway.threads")
+        log_.error("a thread ended with an exception", thread=thread, exc_info=exc_info)
+        if self._previous is not threading.__excepthook__:  # the default would print the raw traceback again
+            self._previous(args)

@@ -127,9 +127,12 @@ def openapi_document(
         "/health": {
             "get": {
                 "operationId": "health",
-                "summary": "Liveness",
+                "summary": "Readiness: the relational stores the deployment opened answer",
                 "security": [],
-                "responses": {"200": {"description": "The gateway is up"}},
+                "responses": {
+                    "200": {"description": 'The gateway serves: `{"status": "ok"}`'},
+                    "503": {"description": "A store does not answer: `status` unavailable, `unavailable` names it"},
+                },
             }
         },
         f"{PREFIX}/tools": {

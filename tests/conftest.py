@@ -27,13 +27,13 @@ def anyio_backend() -> str:
 def _fresh_logging():
     """Logging is process-global: undo whatever configuration a test (or the CLI it drove) left behind."""
     root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
+    handlers, level, hook = root.handlers[:], root.level, threading.excepthook  # pytest's hook: it must stay
     yield
     structlog.reset_defaults()
     root.handlers[:] = handlers
     root.setLevel(level)
     logging.captureWarnings(False)
-    threading.excepthook = threading.__excepthook__
+    threading.excepthook = hook
 
 
 @pytest.fixture(autouse=True)

@@ -48,7 +48,12 @@ class Transaction(Protocol):
 
 @runtime_checkable
 class RelationalStore(Protocol):
-    """A transactional SQL store. A transaction that raises leaves nothing behind."""
+    """A transactional SQL store. A transaction that raises leaves nothing behind.
+
+    ``GET /health`` asks each store the deployment opened whether it answers: ``await store.probe()`` when the
+    store has such a method (a pooled store whose connections may all be busy answers it outside its pool, so a
+    busy store does not read as a down one), else ``SELECT 1``.
+    """
 
     @property
     def dialect(self) -> Dialect: ...

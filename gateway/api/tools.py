@@ -109,6 +109,9 @@ class Tool(Generic[InT, OutT]):
     """The output JSON Schema of a tool without an output model, if it declares one."""
     upstream: str | None = None
     scope_by: ScopeByArgument | None = None
+    optional_scopes: tuple[str, ...] = ()
+    """Scopes the handler checks itself for part of what it does (``thinking:workspace``): no call needs them, but
+    they are listed with the others (OAuth ``scopes_supported``), so a client can ask for them."""
 
     def __post_init__(self) -> None:
         if (self.input_model is None) == (self.input_schema is None):
@@ -182,13 +185,16 @@ class Tool(Generic[InT, OutT]):
 
     @property
     def scopes(self) -> frozenset[str]:
-        """Every scope some call of this tool needs."""
+        """Every scope some call of this tool needs, or its handler checks (:attr:`optional_scopes`)."""
+        return self._needed() | frozenset(self.optional_scopes)
+
+    def _needed(self) -> frozenset[str]:
         found = {self.scope, *(self.scope_by.scopes.values() if self.scope_by else ())}
         return frozenset(scope for scope in found if scope)
 
     def visible_to(self, principal: Principal) -> bool:
         """Whether ``principal`` may make some call of this tool (``tools/list`` shows it)."""
-        return self.scope is None or any(principal.allows(scope) for scope in self.scopes)
+        return self.scope is None or any(principal.allows(scope) for scope in self._needed())
 
     def scope_for(self, arguments: BaseModel | Mapping[str, Any]) -> str | None:
         """The scope a call with ``arguments`` (validated, or raw as sent) needs."""

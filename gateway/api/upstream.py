@@ -12,6 +12,7 @@ environment, the configured headers), never the headers or credentials of the ca
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -24,14 +25,14 @@ from gateway.api.tools import ToolAnnotations, ToolResult
 
 def scrub_secrets(text: str, secrets: Mapping[str, str]) -> str:
     """``text`` with every secret value replaced by where it goes (``<headers.X-Key>``, ``<env.TOKEN>``), also as a
-    ``str`` or ``bytes`` repr shows it: an HTTP library refusing a header quotes the value in its error (``Illegal
-    header value b'...\\r\\n'``), and such errors reach callers, logs and ``gateway plugins``. The longest value
-    goes first (a shorter secret inside it, or overlapping it, cannot leave part of it), and each replacement is
-    held as a marker no later value can match until the end."""
+    ``str`` or ``bytes`` repr or a JSON string shows it: an HTTP library refusing a header quotes the value in its
+    error (``Illegal header value b'...\\r\\n'``), and such errors reach callers, logs and ``gateway plugins``.
+    The longest value goes first (a shorter secret inside it, or overlapping it, cannot leave part of it), and each
+    replacement is held as a marker no later value can match until the end."""
     forms: list[tuple[str, str]] = []
     for where, value in secrets.items():
         if len(value.strip()) >= 4:
-            for form in {value, value.strip(), repr(value)[1:-1], repr(value.encode())[2:-1]}:
+            for form in {value, value.strip(), repr(value)[1:-1], repr(value.encode())[2:-1], json.dumps(value)[1:-1]}:
                 forms.append((form, where))
     places: list[str] = []
     for form, where in sorted(forms, key=lambda pair: len(pair[0]), reverse=True):

@@ -197,7 +197,9 @@ class HostedHttp:
     async def _stay_on_origin(self, request: httpx.Request) -> None:
         """Every request, a redirect's and a pagination link's included, goes to the base URL's origin: the
         connector's credentials (and the operator's allow-list of base URLs) never reach a host a response named."""
-        if _origin(request.url) != self._origin:
+        scheme, host, _ = self._origin
+        upgraded = scheme == "http" and request.url.scheme == "https" and request.url.host == host  # http -> https
+        if _origin(request.url) != self._origin and not upgraded:
             raise ToolError(
                 f"{self.service} pointed to another host ({request.url.host}), outside the connector's base_url; "
                 "the request was not sent",

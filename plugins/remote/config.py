@@ -180,21 +180,25 @@ class ServerConfig(BaseModel):
 
     @property
     def target(self) -> str:
-        """The command line or URL, as ``gateway plugins`` and ``gateway tools`` show it: a URL's password and query
-        values, and the value of an argument named like a credential (``--api-key X``, ``--token=X``), hidden."""
+        """The command line or URL, as ``gateway plugins`` and ``gateway tools`` show it, credentials hidden: a URL's
+        user name, password and query values; an argument's value when the argument is named like a credential
+        (``--api-key X``, ``--token=X``, ``-e GITHUB_TOKEN=X``), and a header's (``--header "Authorization: ..."``)."""
         if self.url is not None:
             parts = urlsplit(self.url)
             netloc = parts.netloc
-            if parts.password is not None:
-                netloc = f"{parts.username}:***@{netloc.rsplit('@', 1)[1]}"
+            if "@" in netloc:
+                netloc = f"***@{netloc.rsplit('@', 1)[1]}"
             query = "&".join(f"{pair.split('=', 1)[0]}=***" if "=" in pair else pair for pair in parts.query.split("&"))
             return parts._replace(netloc=netloc, query=query if parts.query else "").geturl()
         shown: list[str] = []
         for arg in self.command or []:
-            flag, equals, _ = arg.partition("=")
-            if equals and arg.startswith("-") and _CREDENTIAL.search(flag):
-                shown.append(f"{flag}=***")
-            elif shown and shown[-1].startswith("-") and _CREDENTIAL.search(shown[-1]) and not arg.startswith("-"):
+            name, equals, _ = arg.partition("=")
+            before = shown[-1] if shown else ""
+            if equals and _CREDENTIAL.search(name):  # --token=X, GITHUB_TOKEN=X
+                shown.append(f"{name}=***")
+            elif before in ("-H", "--header") and ":" in arg:
+                shown.append(f"{arg.split(':', 1)[0]}: ***")
+            elif before.startswith("-") and _CREDENTIAL.search(before) and not arg.startswith("-"):
                 shown.append("***")
             else:
                 shown.append(arg)

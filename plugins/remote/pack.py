@@ -203,7 +203,7 @@ class RemotePack(ToolPack):
         async def call(arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
             progress = ctx.report_progress if ctx.progress_sink is not None else None
             result = await upstream.call(lambda session: session.call_tool(remote, arguments, progress=progress))
-            if log.is_enabled_for(logging.DEBUG):  # results can be large: rendered only when logged
+            if _debug_logged():  # results can be large: rendered only when logged
                 # Remote text: the server's own secrets replaced first (a tool may echo its key), then the log
                 # redaction like every line.
                 rendered = json.dumps(
@@ -238,3 +238,12 @@ class RemotePack(ToolPack):
             return await upstream.call(lambda session: session.get_prompt(remote, arguments))
 
         return render
+
+
+def _debug_logged() -> bool:
+    """Whether a debug line would be written (the gateway's logger knows; another an embedding program configured
+    may not say, and then it is assumed)."""
+    try:
+        return bool(log.is_enabled_for(logging.DEBUG))
+    except AttributeError:
+        return True

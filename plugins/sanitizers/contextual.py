@@ -196,6 +196,12 @@ def _query_secret(view: View) -> bool:
     return not_placeholder(view) and _credential(view.value, strong=True, direct=True)
 
 
+def _password_like(view: View) -> bool:
+    """Not a placeholder, nor a plain lowercase word (``htpasswd -b is insecure because...``)."""
+    word = view.value.rstrip(":,.;)")
+    return not_placeholder(view) and not (word.isalpha() and word.islower())
+
+
 def _cookie(view: View) -> bool:
     return looks_like_secret(view.value, min_length=16, min_entropy=3.2)
 
@@ -220,24 +226,18 @@ CONTEXT_RULES: tuple[Rule, ...] = (
         r"(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p(?P<s_p>[^\s-][^\s]*)"
         r"|\b(?:curl|wget|http)\b[^\n]*?\s(?:-u|--user)[ =]?[^\s:]+:(?P<s_u>[^\s@]+)"
         r"|\bsshpass\s+-p\s*[\"']?(?P<s_s>[^\s\"']+)"
-        r"|\bredis-cli\b[^\n]*?\s-a\s+[\"']?(?P<s_r>[^\s\"']+)"
-        r"|\bdocker\s+login\b[^\n]*?\s(?:-p|--password)[ =][\"']?(?P<s_d>[^\s\"']+)"
-        r"|\bhtpasswd\s+(?:-[a-zA-Z]+\s+)*-[a-zA-Z]*b[a-zA-Z]*\s+(?:-[a-zA-Z]+\s+)*\S+\s+\S+\s+[\"']?(?P<s_h>[^\s\"']+)"
-        r"|\s-(?:src|dest)?(?:store|key)pass\s+[\"']?(?P<s_k>[^\s\"']+))",  # keytool, jarsigner
+        r"|\bredis-cli\b[^\n]*?\s-a\s+[\"']?(?P<s_r>[^\s\"']+))",
         not_placeholder,
-        (
-            "mysql",
-            "mariadb",
-            "curl",
-            "wget",
-            "http",
-            "sshpass",
-            "redis-cli",
-            "docker",
-            "htpasswd",
-            "storepass",
-            "keypass",
-        ),
+        ("mysql", "mariadb", "curl", "wget", "http", "sshpass", "redis-cli"),
+    ),
+    _c(  # a looser shape (a password's place among positional arguments): prose words are not taken for one
+        "cli_passwords",
+        "PASSWORD",
+        r"(?:\bdocker\s+login\b[^\n]*?\s(?:-p|--password)[ =][\"']?(?P<s_d>[^\s\"']+)"
+        r"|\bhtpasswd\s+(?:-[a-zA-Z]+\s+)*-[a-zA-Z]*b[a-zA-Z]*\s+(?:-[a-zA-Z]+\s+)*(?:\S+\s+)?\S+\s+[\"']?(?P<s_h>[^\s\"')]+)"
+        r"|\s-(?:src|dest)?(?:store|key)pass\s+[\"']?(?P<s_k>[^\s\"']+))",  # keytool, jarsigner
+        _password_like,
+        ("docker", "htpasswd", "storepass", "keypass"),
     ),
     _c(
         "cookie_value",

@@ -161,7 +161,9 @@ class PostgresStore:
                 f"{provider}: 'dsn' is not a valid PostgreSQL connection string (in a URL, %-escape the special "
                 "characters of the user name and password)"
             ) from None
-        if "@" in str(parts.get("host") or ""):  # the rest of a password cut at its '@', which errors would quote
+        url = dsn.startswith(("postgresql://", "postgres://"))
+        if url and "@" in str(parts.get("host") or "").lstrip("@"):  # a password cut at its '@' (a leading '@' is
+            # libpq's abstract Unix socket): the rest would be a host name, which errors quote
             raise ConfigError(
                 f"{provider}: 'dsn' has an '@' in its host: in a URL, write an '@' of the user name or password as %40"
             )
@@ -238,6 +240,15 @@ class PostgresStore:
         log.debug("postgres store opened", schema=self._schema, max_size=self._max_size)
         return pool
 
+    async def probe(self) -> None:
+        """Whether the server answers, on a connection of its own (``/health``): every pooled one may be busy with
+        long queries, and a busy store is not a down one. Raises :class:`ProviderUnavailable` when it does not."""
+        try:
+            async with await AsyncConnection.connect(self._dsn, **self._connect_kwargs) as connection:
+                await connection.execute("SELECT 1", prepare=False)
+        except psycopg.OperationalError as exc:
+            raise ProviderUnavailable(self._provider, f"cannot connect: {exc}".strip()) from exc
+
     async def _check(self, connection: AsyncConnection[Any]) -> None:
         """The pool's check of a connection it hands out. One found broken means the server went away (restarted,
         or ended the sessions), and so are the other idle ones: they are all checked and replaced at once, where the
@@ -260,6 +271,8 @@ class PostgresStore:
             raise ProviderUnavailable(self._provider, f"no free connection in the pool: {exc}") from exc
         try:
             yield connection
+        except psycopg.errors.QueryCanceled:
+            raise  # statement_timeout: the statement's own doing, which a retry would repeat
         except psycopg.OperationalError as exc:
             raise ProviderUnavailable(self._provider, f"the database failed the request: {exc}".strip()) from exc
         finally:

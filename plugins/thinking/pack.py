@@ -128,6 +128,7 @@ class ThinkingPack(ToolPack):
                     open_world=False,
                 ),
                 text_indent=2,
+                optional_scopes=(WORKSPACE_SCOPE,) if self._auditing else (),
             ),
         )
 

@@ -74,3 +74,13 @@ async def test_a_pack_offering_one_name_twice_is_told_so(tmp_path: Any) -> None:
     with pytest.raises(ConfigError, match=r"pack 'twice' offers two tools named 'twice_a'$"):
         async with running_gateway(config, extra_plugins=[("twice", Plugin())]):
             pass
+
+
+def test_optional_scopes_are_listed_but_never_needed_to_see_or_call_the_tool() -> None:
+    from gateway.api import Principal
+
+    tool = Tool("t", "T.", In, Out, handler, scope="a:read", optional_scopes=("a:workspace",))
+    assert tool.scopes == {"a:read", "a:workspace"}  # what a client may ask for (OAuth scopes_supported)
+    assert not tool.visible_to(Principal(subject="s", scopes=frozenset({"a:workspace"})))
+    assert tool.visible_to(Principal(subject="s", scopes=frozenset({"a:read"})))
+    assert Tool("u", "U.", In, Out, handler, optional_scopes=("a:workspace",)).scope_for({}) is None

@@ -7,12 +7,14 @@ import os
 import subprocess
 import sys
 
+import anyio
 import httpx
 import psycopg
 import pytest
 from mcp import Client, StdioServerParameters
 
-from gateway.http import url_host
+from gateway.app import running_runtime
+from gateway.http import HEALTH_CACHE_SECONDS, build_http_app, url_host
 from gateway.testing import http_gateway
 from tests.gateway.sample_plugin import sample_config
 
@@ -97,11 +99,13 @@ async def test_health_is_503_while_the_store_does_not_answer(tmp_path, sample, p
             with psycopg.connect(maintenance, autocommit=True) as admin:  # the database stops taking sessions
                 admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
                 admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [database])
+            await anyio.sleep(HEALTH_CACHE_SECONDS)  # an answer stands that long
             try:
                 down = await http.get(f"{base}/health", timeout=30)
             finally:
                 with psycopg.connect(maintenance, autocommit=True) as admin:
                     admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
+            await anyio.sleep(HEALTH_CACHE_SECONDS)
             up = await http.get(f"{base}/health", timeout=30)
     assert down.status_code == 503
     assert down.json()["status"] == "unavailable" and down.json()["unavailable"] == ["store:postgres"]
@@ -122,3 +126,26 @@ def test_http_refuses_a_public_bind_without_auth(tmp_path):
 
 def test_the_listening_url_writes_an_ipv6_host_in_brackets() -> None:
     assert [url_host(h) for h in ("::1", "127.0.0.1", "localhost")] == ["[::1]", "127.0.0.1", "localhost"]
+
+
+@pytest.mark.postgres
+async def test_health_is_200_while_every_pooled_connection_is_busy(tmp_path, sample, postgres_db, monkeypatch):
+    """A store busy with long queries is not a down one: the load balancer must not drain every replica at once."""
+    monkeypatch.setenv("TEST_GATEWAY_DSN", postgres_db)
+    config = sample_config(
+        tmp_path,
+        providers={"store": "postgres"},
+        plugins={"store": {"postgres": {"dsn": {"env": "TEST_GATEWAY_DSN"}, "min_size": 0, "max_size": 2}}},
+    )
+    async with running_runtime(config, extra_plugins=[("sample", sample)], configure_logs=False) as runtime:
+        store = runtime.providers.get("store")
+        app = build_http_app(runtime)
+        async with (
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http,
+            anyio.create_task_group() as group,
+        ):
+            for _ in range(2):  # every connection the pool may open
+                group.start_soon(store.fetch_one, "SELECT pg_sleep(3)")
+            await anyio.sleep(0.5)
+            busy = await http.get("/health")
+    assert busy.status_code == 200, busy.text

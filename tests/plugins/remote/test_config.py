@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -142,9 +143,15 @@ def test_an_allow_list_naming_tools_the_server_lacks_is_told() -> None:
 @pytest.mark.parametrize(
     ("server", "shown"),
     [
+        ({"url": "http://alice:Pw0rd@127.0.0.1:9/mcp?token=Tok&x=1"}, "http://***@127.0.0.1:9/mcp?token=***&x=***"),
+        ({"url": "https://ghp_0123456789@mcp.example/mcp"}, "https://***@mcp.example/mcp"),
         (
-            {"url": "http://alice:Pw0rd@127.0.0.1:9/mcp?token=Tok&x=1"},
-            "http://alice:***@127.0.0.1:9/mcp?token=***&x=***",
+            {"command": ["docker", "run", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN=ghp_1", "img", "--tokenizer", "gpt2"]},
+            "docker run -e GITHUB_PERSONAL_ACCESS_TOKEN=*** img --tokenizer ***",
+        ),
+        (
+            {"command": ["npx", "mcp-remote", "https://x.example", "--header", "Authorization: Bearer sk-1"]},
+            "npx mcp-remote https://x.example --header Authorization: ***",
         ),
         ({"url": "https://mcp.example/mcp"}, "https://mcp.example/mcp"),
         (
@@ -155,3 +162,12 @@ def test_an_allow_list_naming_tools_the_server_lacks_is_told() -> None:
 )
 def test_the_target_shown_by_the_cli_hides_credentials(server: dict[str, Any], shown: str) -> None:
     assert ServerConfig.model_validate({"name": "s", **server}).target == shown
+
+
+def test_a_secret_is_scrubbed_as_json_writes_it_too() -> None:
+    from gateway.api import scrub_secrets
+
+    secret = 'Tr0ub"4dor&3x\\'
+    assert (
+        scrub_secrets(json.dumps({"said": f"key {secret}"}), {"env.API_KEY": secret}) == '{"said": "key <env.API_KEY>"}'
+    )

@@ -23,6 +23,7 @@ def redact(text: str) -> str:
         ("curl -u alice:hunter2x https://api.example-saas.com", "hunter2x"),
         ("docker login -u bot -p Hy7Lq2Nv9Xz registry.example.com", "Hy7Lq2Nv9Xz"),
         ("htpasswd -cb .htpasswd admin Yp2Kd8Wm5", "Yp2Kd8Wm5"),
+        ("labels: auth=$(htpasswd -nb admin Yp2Kd8Wm5)", "Yp2Kd8Wm5"),
         ("keytool -importkeystore -srcstorepass Aa1Bb2Cc3 -deststorepass Dd4Ee5Ff6", "Dd4Ee5Ff6"),
         ("keytool -importkeystore -srcstorepass Aa1Bb2Cc3 -deststorepass Dd4Ee5Ff6", "Aa1Bb2Cc3"),
         ("GET /cb?state=1&access_token=Ab3dEf9HiJkLmNoP", "Ab3dEf9HiJkLmNoP"),
@@ -49,6 +50,7 @@ def test_context_reveals_secret(text: str, secret: str) -> None:
         "self.access_token = access_token; if password != confirm_password: token = get_token(s)",
         "Authorization: Bearer $(gcloud auth print-access-token)",
         "keytool -list -storepass:env STOREPASS; docker login -u bot --password-stdin < pw.txt",
+        "htpasswd -b is insecure because it shows; the -keypass option of keytool; htpasswd -b on shared hosts: no",
     ],
 )
 def test_lookalikes_unchanged(text: str) -> None:
