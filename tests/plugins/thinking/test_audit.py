@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.api import JUDGE, JudgeRequest, JudgeResult, Principal, ProviderRegistrar, hookimpl
+from gateway.api import JUDGE, JudgeRequest, JudgeResult, ProviderRegistrar, hookimpl
 from gateway.testing import running_gateway
 from tests.fakes.gemini import FakeGemini, FakeResponse
 from tests.plugins.thinking.conftest import GitRepo, call, gateway_config, thought
@@ -424,28 +424,3 @@ async def test_a_key_file_linking_out_of_the_workspace_is_a_warning(repo: GitRep
     repo.commit()
     body = await audit(repo.root / "pkg", tmp_path / "data", '```gan-config\n{"scope": "workspace"}\n```')
     assert "overview: README.md: resolves outside the workspace" in body["gan"]["warnings"]
-
-
-@pytest.mark.parametrize("scopes", [frozenset(), frozenset({"gim:read"})])
-async def test_a_caller_without_the_workspace_scope_gets_the_thoughts_code_reviewed_and_nothing_more(
-    repo: GitRepo, tmp_path: Path, scopes: frozenset[str]
-) -> None:
-    """Over HTTP every authenticated caller may think; reading the operator's checkout, or changing it, takes
-    ``thinking:workspace``."""
-    repo.write("app/config.py", ORIGINAL)
-    repo.commit()
-    repo.write("app/config.py", CHANGED)
-    text = '```gan-config\n{"scope": "workspace", "applyFixes": true}\n```\n```python\ndef f():\n    return 1\n```'
-    async with running_gateway(gateway_config(repo.root), tmp_path / "data") as client:
-        runtime = client.runtime
-        caller = Principal(subject="someone", tenant="other", scopes=scopes, method="api_key")
-        outcome = await runtime.call_tool(
-            "sequentialthinking",
-            thought(text, 2, 3, next_needed=False),
-            runtime.new_context(principal=caller, transport="rest"),
-        )
-    gan = outcome.body["gan"]
-    assert {f.split("/", 1)[0] for f in {c["path"] for c in gan["review"]["inline"]}} <= {"thought"}
-    assert not gan.get("applied") and (repo.root / "app/config.py").read_text() == CHANGED
-    assert any("needs the thinking:workspace scope" in warning for warning in gan["warnings"])
-    assert "app/config.py" not in json.dumps(gan)
