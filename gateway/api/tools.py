@@ -84,7 +84,8 @@ class Tool(Generic[InT, OutT]):
     :meth:`from_json_schema` instead: the schemas are served unchanged, arguments are checked against the input
     schema with ``jsonschema`` and reach the handler as a dict.
     ``scope`` is the permission a caller needs (``None``: anyone who may reach the gateway); ``scope_by`` makes
-    it depend on one argument's value (:class:`ScopeByArgument`).
+    it depend on one argument's value (:class:`ScopeByArgument`); ``optional_scopes`` lists scopes the handler
+    checks itself for part of its work (``ctx.principal.allows(...)``), so clients can ask for them.
     ``text_indent`` sets the indentation of the JSON text block (``None``: compact); ``exclude_none`` leaves
     fields whose value is ``None`` out of the result (for optional fields a client must not see as ``null``).
     ``text`` renders the text block from the output model instead of the JSON dump (a formatted text meant for an
