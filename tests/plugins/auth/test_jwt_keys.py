@@ -134,7 +134,7 @@ def test_a_short_hmac_secret_or_an_unset_one_fails_start_up(tmp_path: Path, monk
     with pytest.raises(ConfigError, match="at least 64 bytes"):
         make(tmp_path, algorithms=["HS256", "HS512"], secret="x" * 40)
     monkeypatch.delenv("TEST_JWT_UNSET", raising=False)
-    with pytest.raises(ProviderUnavailable, match="secret is not set"):
+    with pytest.raises(ProviderUnavailable, match=r"'plugins\.auth\.jwt\.secret' is not set"):
         make(tmp_path, algorithms=["HS256"], secret={"env": "TEST_JWT_UNSET"})
 
 
