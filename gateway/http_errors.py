@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import structlog
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 from gateway.api.errors import ToolError
 
@@ -139,15 +139,19 @@ def error_envelope(
 
 
 def refused(status: int, message: str, *, path: str | None = None, **fields: Any) -> JSONResponse:
-    """:func:`error_envelope`, and the ``request refused`` log line that carries its correlation id (every
-    refusal a caller can quote by its ``X-Correlation-ID`` is found in the log)."""
-    response = error_envelope(status, message, **fields)
+    """:func:`error_envelope`, logged by :func:`log_refusal`."""
+    return log_refusal(error_envelope(status, message, **fields), path=path, reason=message)
+
+
+def log_refusal(response: Response, *, path: str | None, **fields: Any) -> Any:
+    """Log ``response`` (a refusal) as ``request refused`` with its status and correlation id, so every refusal a
+    caller can quote by its ``X-Correlation-ID`` is found in the log; returns it."""
     log.info(
         "request refused",
-        status=status,
-        reason=message,
+        status=response.status_code,
         path=path,
-        correlation_id=response.headers["X-Correlation-ID"],
+        correlation_id=response.headers.get("X-Correlation-ID"),
+        **fields,
     )
     return response
 

@@ -40,7 +40,7 @@ from gateway.api.context import Principal
 from gateway.api.errors import Forbidden, InternalError, ToolError, Unauthenticated, ValidationFailed
 from gateway.asgi_body import buffered
 from gateway.http_auth import HttpAuth
-from gateway.http_errors import error_body, error_envelope, tool_error_detail
+from gateway.http_errors import error_body, error_envelope, log_refusal, tool_error_detail
 from gateway.runtime import GatewayRuntime
 from gateway.wire import Rejection, rejection
 
@@ -271,14 +271,8 @@ class SecurityMiddleware:
         data = error_body(400, rejected.message, details=tool_error_detail(ValidationFailed(rejected.message)))
         answer = rejected.to_json()
         answer["error"]["data"] = data
-        log.info(
-            "request refused",
-            status=400,
-            code=rejected.code,
-            path=scope.get("path"),
-            correlation_id=data["correlation_id"],
-        )
         response = JSONResponse(answer, status_code=400, headers={"X-Correlation-ID": data["correlation_id"]})
+        log_refusal(response, path=scope.get("path"), code=rejected.code)
         await response(scope, receive, send)
 
     async def _refuse(self, err: ToolError, scope: Scope, receive: Receive, send: Send) -> None:
@@ -295,14 +289,7 @@ class SecurityMiddleware:
             retryable=err.retryable,
             headers=headers,
         )
-        log.info(
-            "request refused",
-            status=err.http_status,
-            code=err.code,
-            reason=err.details.get("reason"),
-            path=scope.get("path"),
-            correlation_id=response.headers["X-Correlation-ID"],
-        )
+        log_refusal(response, path=scope.get("path"), code=err.code, reason=err.details.get("reason"))
         await response(scope, receive, send)
 
 

@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -30,14 +29,12 @@ from gateway.api.rate_limits import RateDecision
 from gateway.api.rest import RestRoute, RestRouteSource
 from gateway.api.tools import ScopeByArgument
 from gateway.http_auth import HttpAuth
-from gateway.http_errors import error_envelope, refused, tool_error_response
+from gateway.http_errors import error_envelope, log_refusal, refused, tool_error_response
 from gateway.http_security import scope_refusal
 from gateway.rest_limits import RouteLimits, rate_limit_headers
 from gateway.rest_openapi import openapi_document
 from gateway.rest_routes import ServedRoute, is_json, shape
 from gateway.runtime import GatewayRuntime, UnknownTool
-
-log = structlog.get_logger(__name__)
 
 PREFIX = "/api/v1"
 RESERVED = {("GET", "/tools"), ("POST", "/tools/{}"), ("GET", "/openapi.json")}
@@ -200,8 +197,7 @@ class RestApi:
             return refused(status, message, path=path, correlation_id=cid)
 
         def deny(err: ToolError) -> Response:
-            log.info("request refused", status=err.http_status, code=err.code, path=path, correlation_id=cid)
-            return tool_error_response(err, cid, self._challenge(err))
+            return log_refusal(tool_error_response(err, cid, self._challenge(err)), path=path, code=err.code)
 
         if name not in runtime.tools:
             return refuse(404, f"no tool named {name!r}")
