@@ -42,7 +42,7 @@ from gateway_plugins.stores.sql import (
     register_sqlite_converters,
     split_script,
 )
-from gateway_plugins.stores.threaded import ThreadedConnection, locked_is_unavailable
+from gateway_plugins.stores.threaded import ThreadedConnection, unusable_is_unavailable
 
 log = structlog.get_logger(__name__)
 
@@ -180,7 +180,7 @@ class SqliteStore:
         async with self._open_lock:
             if self._writer is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                with self._unavailable_when_locked():
+                with self._unavailable_when_unusable():
                     writer = await self._open_writer()
                 try:
                     for _ in range(self._reader_count):
@@ -217,7 +217,7 @@ class SqliteStore:
         writer = await self._ensure_open()
         async with self._write_lock:
             with self._guard.active():
-                with anyio.CancelScope(shield=True), self._unavailable_when_locked():  # a late BEGIN must not leak
+                with anyio.CancelScope(shield=True), self._unavailable_when_unusable():  # a late BEGIN must not leak
                     await writer.call(_begin_immediate)
                 tx = _Transaction(writer)
                 try:
@@ -229,13 +229,13 @@ class SqliteStore:
                     raise
                 else:
                     if not tx.rolled_back:
-                        with self._unavailable_when_locked():
+                        with self._unavailable_when_unusable():
                             await self._commit(writer)
                 finally:
                     tx.finished = True
 
-    def _unavailable_when_locked(self) -> Any:
-        return locked_is_unavailable("store:sqlite", self.path, self._busy_timeout)
+    def _unavailable_when_unusable(self) -> Any:
+        return unusable_is_unavailable("store:sqlite", self.path, self._busy_timeout)
 
     async def _commit(self, writer: ThreadedConnection) -> None:
         try:
@@ -274,7 +274,7 @@ class SqliteStore:
         writer = await self._ensure_open()
         async with self._write_lock:
             try:
-                with self._unavailable_when_locked():
+                with self._unavailable_when_unusable():
                     changed = await writer.execute(sql, params, inline=self._commit_inline)
             except sqlite3.IntegrityError as exc:
                 raise StoreIntegrityError(str(exc)) from exc
@@ -297,7 +297,7 @@ class SqliteStore:
         self._guard.refuse_nesting()
         async with self._write_lock:
             try:
-                with self._unavailable_when_locked():
+                with self._unavailable_when_unusable():
                     fetched = await (writer.fetch_one if fetch == "one" else writer.fetch_all)(
                         sql, params, inline=self._commit_inline
                     )

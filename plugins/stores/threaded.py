@@ -46,7 +46,7 @@ def _is_busy(exc: BaseException) -> bool:
 
 
 @contextmanager
-def locked_is_unavailable(provider: str, path: Path, seconds: float) -> Iterator[None]:
+def unusable_is_unavailable(provider: str, path: Path, seconds: float) -> Iterator[None]:
     """A database still locked by another process after the busy timeout is :class:`ProviderUnavailable` (a
     caller answers ``service_unavailable``, retryable), not a raw ``sqlite3.OperationalError``; so is a file that
     is not an SQLite database, or a damaged one, naming the file."""
