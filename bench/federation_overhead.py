@@ -15,8 +15,12 @@ callers at once on each side.
 ``--transport stdio`` puts every hop on stdio instead: the client starts the gateway (which starts the server as a
 stdio upstream) on one side and the server itself on the other.
 
+``--floor`` puts ``bench/_floor_proxy.py`` where the gateway sits: a relay that parses and re-serialises each message
+and does nothing else, the least any gateway written in Python must do, so its ratio is the best a Python hop
+reaches on this machine (``--floor bytes``, stdio only: lines relayed without even being parsed).
+
     python bench/federation_overhead.py [--calls 200] [--rounds 5] [--work-ms 0 10 50 100] [--concurrency 1 8]
-        [--transport http|stdio]
+        [--transport http|stdio] [--floor [parse|bytes]]
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from _overhead import alternate, free_port, pipeline_config, wait_for_port
 from tests.plugins.remote.support import PY_SERVER, cmdline, descendants
 
 ROOT = Path(__file__).resolve().parent.parent
+FLOOR_PROXY = ROOT / "bench" / "_floor_proxy.py"
 CHUNK = 25
 TARGET = 0.85
 
@@ -147,6 +152,10 @@ async def _stdio_results(args: argparse.Namespace, tmp: str) -> list[Result]:
     gateway = StdioServerParameters(
         command=sys.executable, args=["-m", "gateway", "serve", "--config", str(config)], cwd=str(ROOT)
     )
+    if args.floor:
+        relay = [str(FLOOR_PROXY), "stdio", *(["--raw"] if args.floor == "bytes" else [])]
+        upstream = [sys.executable, str(PY_SERVER), "stdio", str(states[0])]
+        gateway = StdioServerParameters(command=sys.executable, args=[*relay, *upstream])
     server = StdioServerParameters(command=sys.executable, args=[str(PY_SERVER), "stdio", str(states[1])])
     with open(os.devnull, "w") as quiet:  # the JSON log lines go where a log file would
         async with (
@@ -156,11 +165,12 @@ async def _stdio_results(args: argparse.Namespace, tmp: str) -> list[Result]:
             mine = descendants(os.getpid())  # depth first: a launcher before its server
             upstreams = [p for p in mine if f"py_server.py stdio {states[0]}" in cmdline(p)]
             pids = {
-                "gateway": next(p for p in mine if str(config) in cmdline(p)),
+                "gateway": next(p for p in mine if str(config) in cmdline(p) or str(FLOOR_PROXY) in cmdline(p)),
                 "upstream": upstreams[-1],  # the server, below the gateway's launcher
                 "direct": next(p for p in mine if str(states[1]) in cmdline(p)),
             }
-            via = Side(through, "py_pause", {"client": None, "gateway": pids["gateway"], "upstream": pids["upstream"]})
+            tool = "pause" if args.floor else "py_pause"
+            via = Side(through, tool, {"client": None, "gateway": pids["gateway"], "upstream": pids["upstream"]})
             direct = Side(straight, "pause", {"client": None, "upstream": pids["direct"]})
             return [
                 await _measure(via, direct, ms, concurrency, args.calls, args.rounds)
@@ -188,23 +198,27 @@ async def main(args: argparse.Namespace) -> None:
         procs = [upstream]
         try:
             wait_for_port(upstream_port, upstream)
-            serve = ["serve", "--config", str(config), "--transport", "http", "--port", str(gateway_port)]
+            port = str(gateway_port)
+            serve = ["-m", "gateway", "serve", "--config", str(config), "--transport", "http", "--port", port]
+            if args.floor:
+                serve = [str(FLOOR_PROXY), "http", port, upstream_url]
             gateway = subprocess.Popen(
-                [sys.executable, "-m", "gateway", *serve],
+                [sys.executable, *serve],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,  # the JSON log lines go where a log file would
                 cwd=ROOT,
             )
             procs.append(gateway)
             wait_for_port(gateway_port, gateway)
-            httpx.get(f"http://127.0.0.1:{gateway_port}/health", timeout=30).raise_for_status()
+            if not args.floor:
+                httpx.get(f"http://127.0.0.1:{gateway_port}/health", timeout=30).raise_for_status()
             results = []
             async with (
                 Client(f"http://127.0.0.1:{gateway_port}/mcp", mode=args.mode) as through,
                 Client(upstream_url, mode=args.mode) as straight,
             ):
                 pids = {"client": None, "upstream": upstream.pid}
-                via = Side(through, "py_pause", {**pids, "gateway": gateway.pid})
+                via = Side(through, "pause" if args.floor else "py_pause", {**pids, "gateway": gateway.pid})
                 direct = Side(straight, "pause", pids)
                 for concurrency in args.concurrency:
                     for ms in args.work_ms:
@@ -217,7 +231,8 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def _print(args: argparse.Namespace, results: list[Result]) -> None:
-    print(f"transport: {args.transport} (client to gateway, gateway to server, client to server)")
+    hop = f"the floor proxy ({args.floor}) in place of the gateway" if args.floor else "the gateway"
+    print(f"transport: {args.transport} (client to gateway, gateway to server, client to server); hop: {hop}")
     print(f"client protocol mode: {args.mode}; {args.rounds} rounds of {args.calls} calls a side, chunks of {CHUNK}")
     print(f"load average (1 min) after the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(
@@ -240,8 +255,18 @@ if __name__ == "__main__":
     parser.add_argument("--work-ms", type=float, nargs="+", default=[0.0, 10.0, 50.0, 100.0])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--transport", choices=["http", "stdio"], default="http", help="every hop's transport")
+    parser.add_argument(
+        "--floor",
+        nargs="?",
+        const="parse",
+        choices=["parse", "bytes"],
+        help="measure bench/_floor_proxy.py in the gateway's place (bytes: stdio lines not even parsed)",
+    )
     parser.add_argument("--mode", default="auto", help="the client's protocol mode: auto (2026-07-28) or legacy")
     parser.add_argument(
         "--json-response", action="store_true", help="the gateway answers with JSON bodies instead of SSE streams"
     )
-    anyio.run(main, parser.parse_args())
+    parsed = parser.parse_args()
+    if parsed.floor == "bytes" and parsed.transport != "stdio":
+        parser.error("--floor bytes relays stdio lines: use it with --transport stdio")
+    anyio.run(main, parsed)
