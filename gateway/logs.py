@@ -149,6 +149,9 @@ class CallLog:
         self._printer.msg(_render(event))
 
 
+MAX_LOGGED_NAME = 128
+"""A tool name no pack serves is the caller's text: the call log keeps at most this many characters of it."""
+
 _call_log: CallLog | None = None
 
 

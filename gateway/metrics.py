@@ -83,6 +83,11 @@ class GatewayMetrics:
             buckets=BUCKETS,
             registry=self.registry,
         )
+        self._unknown = Counter(
+            "gateway_unknown_tool_calls",
+            "Calls of a tool name no pack serves (no label: the name is the caller's)",
+            registry=self.registry,
+        )
         self.registry.register(_UpstreamCollector(statuses))
         self._codes: dict[tuple[str, ...], set[str]] = {}
 
@@ -94,6 +99,10 @@ class GatewayMetrics:
             lambda code: self._errors.labels(*labels, code),
             self._codes.setdefault(tuple(labels), set()),
         )
+
+    def unknown_tool(self) -> None:
+        """Count a call of a tool name no pack serves."""
+        self._unknown.inc()
 
     def forget_tool(self, tool: str, pack: str, upstream: str | None) -> None:
         """Drop the series of a tool no longer served (a remote server that churns tool names must not grow the

@@ -17,7 +17,14 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from gateway.api.context import CallContext
-from gateway.api.errors import InternalError, ProviderUnavailable, ServiceUnavailable, ToolError, ValidationFailed
+from gateway.api.errors import (
+    Forbidden,
+    InternalError,
+    ProviderUnavailable,
+    ServiceUnavailable,
+    ToolError,
+    ValidationFailed,
+)
 from gateway.api.tools import Tool, ToolResult
 from gateway.catalogue import ServedTool
 from gateway.json_schemas import schema_errors
@@ -28,6 +35,7 @@ __all__ = [
     "encoded_error",
     "encoded_result",
     "invalid_arguments",
+    "lacks_scope",
     "non_json_fields",
     "schema_outcome",
     "unavailable",
@@ -75,6 +83,10 @@ def unavailable(exc: ProviderUnavailable, correlation_id: str) -> ServiceUnavail
 def invalid_arguments(errors: list[dict[str, str]]) -> ValidationFailed:
     summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
     return ValidationFailed(f"invalid arguments: {summary}", details={"errors": errors})
+
+
+def lacks_scope(scope: str | None, tool_name: str) -> Forbidden:
+    return Forbidden(f"the caller lacks the scope {scope!r} required by {tool_name}", details={"required_scope": scope})
 
 
 def checked_output(tool: Tool[Any, Any], result: Any) -> BaseModel:

@@ -32,7 +32,7 @@ from gateway.catalogue import Catalogue, ServedTool
 from gateway.config import LoadedConfig
 from gateway.identity import local_principal
 from gateway.json_schemas import schema_errors
-from gateway.logs import call_log, enter_call, exit_call
+from gateway.logs import MAX_LOGGED_NAME, call_log, enter_call, exit_call
 from gateway.metrics import GatewayMetrics
 from gateway.outcomes import (
     CallOutcome,
@@ -40,6 +40,7 @@ from gateway.outcomes import (
     encoded_error,
     encoded_result,
     invalid_arguments,
+    lacks_scope,
     schema_outcome,
     unavailable,
     validation_details,
@@ -58,10 +59,6 @@ class UnknownTool(GatewayError):
 
 
 CatalogueListener = Callable[[], Awaitable[None]]
-
-
-def _lacks(scope: str | None, tool_name: str) -> Forbidden:
-    return Forbidden(f"the caller lacks the scope {scope!r} required by {tool_name}", details={"required_scope": scope})
 
 
 class GatewayRuntime:
@@ -240,6 +237,8 @@ class GatewayRuntime:
         """
         served = self.tools.get(name)
         if served is None:
+            self.metrics.unknown_tool()
+            self._log_call(name[:MAX_LOGGED_NAME], context, "unknown_tool", 0.0)
             raise UnknownTool(name)
         context.tool_name = name
         started = time.perf_counter()
@@ -261,20 +260,24 @@ class GatewayRuntime:
         elapsed = time.perf_counter() - started
         if served.metrics is not None:
             served.metrics.observe(elapsed, error)
+        self._log_call(served.name, context, error, round(elapsed * 1000, 2))
+
+    def _log_call(self, tool: str, context: CallContext, error: str | None, ms: float) -> None:
+        principal, transport = context.principal.key, context.transport
         self._call_log(
-            tool=served.name,
+            tool=tool,
             correlation_id=context.correlation_id,
-            principal=context.principal.key,
-            transport=context.transport,
+            principal=principal,
+            transport=transport,
             error=error,
-            ms=round(elapsed * 1000, 2),
+            ms=ms,
         )
 
     async def _call(self, served: ServedTool, arguments: Mapping[str, Any], context: CallContext) -> CallOutcome:
         tool = served.tool
         try:
             if not tool.visible_to(context.principal):
-                raise _lacks(tool.scope, served.name)
+                raise lacks_scope(tool.scope, served.name)
             args: BaseModel | dict[str, Any]
             if tool.input_model is not None:
                 try:
@@ -288,7 +291,7 @@ class GatewayRuntime:
                 args = dict(arguments)
             required = tool.scope_for(args)
             if not context.principal.allows(required):
-                raise _lacks(required, served.name)
+                raise lacks_scope(required, served.name)
             call = ToolCall(tool=tool, pack=served.pack, arguments=args, raw_arguments=arguments, context=context)
             result = await self._chain(call)
             if tool.input_model is None:

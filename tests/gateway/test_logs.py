@@ -74,6 +74,25 @@ async def test_each_call_logs_one_redacted_line_and_its_correlation_id_reaches_p
     assert call["level"] == "info" and call["timestamp"].endswith("Z")
 
 
+async def test_a_call_of_a_tool_no_pack_serves_is_logged_and_counted(tmp_path, capsys):
+    """The name is the caller's text: the line keeps its first 128 characters, redacted; the counter has no label."""
+    from gateway.runtime import UnknownTool
+
+    name = "note_tak" + "e" * 200 + " ghp_0123456789abcdefghijABCDEFGHIJ012345"
+    async with running_runtime(_config(tmp_path, "info"), extra_plugins=[("note", NotePlugin())]) as runtime:
+        context = runtime.new_context()
+        with pytest.raises(UnknownTool):
+            await runtime.call_tool(name, {}, context)
+        with pytest.raises(UnknownTool):
+            await runtime.call_tool("nope ghp_0123456789abcdefghijABCDEFGHIJ012345", {}, runtime.new_context())
+        metrics = runtime.metrics.render().decode()
+    assert "gateway_unknown_tool_calls_total 2.0" in metrics and "ghp_" not in metrics
+    calls = [line for line in _lines(capsys.readouterr().err) if line["event"] == "tool call"]
+    assert [call["error"] for call in calls] == ["unknown_tool", "unknown_tool"]
+    assert calls[0]["tool"] == name[:128] and calls[0]["correlation_id"] == context.correlation_id
+    assert calls[1]["tool"] == "nope <GITHUB_TOKEN_1>"
+
+
 async def test_the_call_line_follows_the_log_level(tmp_path, capsys):
     async with running_runtime(_config(tmp_path, "warning"), extra_plugins=[("note", NotePlugin())]) as runtime:
         await runtime.call_tool("note_take", {"text": "x"}, runtime.new_context())
