@@ -46,6 +46,17 @@ def _has_digit(view: View) -> bool:
     return classes(value)[2] and not is_placeholder(value)
 
 
+def _encoded_private_key(view: View) -> bool:
+    """A base64 run that decodes to a PEM private key (kubeconfig ``client-key-data``, Helm values, CI variables);
+    an encoded certificate, which is public, is left alone. Only the head is decoded: the header is in it."""
+    head = view.value[:96]
+    head = head[: len(head) // 4 * 4]
+    try:
+        return b"PRIVATE KEY-----" in base64.b64decode(head, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+
+
 def _bearer(view: View) -> bool:
     return looks_like_secret(view.value, min_length=12, min_entropy=3.0)
 
@@ -146,6 +157,15 @@ SECRET_RULES: tuple[Rule, ...] = (
         conf=0.99,
         requires=("-----BEGIN",),
         refine=_pem_body,
+    ),
+    _r(
+        "encoded_private_key",
+        "PRIVATE_KEY",
+        r"LS0tLS1CRUdJTi[A-Za-z0-9+/]+={0,2}",  # base64 of "-----BEGIN"
+        _encoded_private_key,
+        conf=0.99,
+        requires=("LS0tLS1CRUdJTi",),
+        boundary=True,
     ),
     _r(
         "aws_access_key_id",

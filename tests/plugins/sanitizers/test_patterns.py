@@ -55,6 +55,12 @@ CATEGORIES = [
         "MIIEowIBAAKCAQEA",
         "<PRIVATE_KEY_1>",
     ),
+    (
+        "pem_in_base64",  # kubeconfig's client-key-data: base64 of "-----BEGIN RSA PRIVATE KEY-----\nMIIEow..."
+        "client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBMFozVlM1SkpjZHMzeGZu",
+        "LS0tLS1CRUdJTiBSU0Eg",
+        "client-key-data: <PRIVATE_KEY_1>",
+    ),
     ("db_url", "postgres://app:S3cr3tPw9@db.example-shop.com:5432/x", "S3cr3tPw9", "<PASSWORD_1>"),
     ("password", 'DB_PASSWORD="Summer2024!"', "Summer2024!", "<PASSWORD_1>"),
     ("api_key", "  api_key: Ab3dEf9HiJkLmNoPqRsT", "Ab3dEf9HiJ", "<SECRET_1>"),
@@ -98,6 +104,7 @@ NOT_SENSITIVE = [
     "git@github.com:acme/api.git user@example.com /home/runner/.cache/pip /usr/lib/python3.11/asyncio/x.py",
     "pip==24.0.0.1 torch 2.1.0+cu121 v1.2.3.4 Chrome/120.0.6099.109",
     "1234 5678 9012 3456 is not a card (bad checksum); 2024-01-15 10:30:00",
+    "certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMvakNDQWVhZ0F3SUJBZ0lCQURBTkJna3Fo",
 ]
 
 
