@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+import orjson
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from gateway.api.resources import (
@@ -30,6 +31,19 @@ from gateway.api.upstream import RemotePrompt, RemoteResource, RemoteResourceTem
 
 COMPLETE = {"resultType": "complete"}
 """Marks a result final in the 2026-07-28 era (which requires it); older eras drop the key."""
+
+
+def dumps(message: Any) -> bytes:
+    """``message`` as compact JSON: by orjson, or by the standard encoder for what orjson cannot hold (integers past
+    64 bits, which JSON allows and the SDK's own encoder writes; nesting past 255 levels). ``ValueError`` when
+    neither can write it."""
+    try:
+        return orjson.dumps(message)
+    except orjson.JSONEncodeError:
+        try:
+            return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ValueError(f"not JSON: {exc}") from None
 
 
 def _present(**fields: Any) -> dict[str, Any]:

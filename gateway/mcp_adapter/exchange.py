@@ -165,7 +165,12 @@ class ModernCallExchange:
         meta = dumped.get("_meta")
         if meta is None or (isinstance(meta, dict) and meta.get(mt.SERVER_INFO_META_KEY) is None):
             dumped["_meta"] = {**(meta or {}), mt.SERVER_INFO_META_KEY: self._server.server_info_stamp}
-        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": dumped})
+        try:
+            return wire.dumps({"jsonrpc": "2.0", "id": request_id, "result": dumped})
+        except ValueError:
+            log.exception("a tool call's result cannot be written as JSON")
+            error = mt.ErrorData(code=mt.INTERNAL_ERROR, message="Handler returned a result that is not JSON")
+            return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error.model_dump(exclude_none=True)})
 
     def failure(self, request_id: str | int, exc: Exception) -> tuple[int, bytes]:
         error = modern_error_data(exc)

@@ -60,6 +60,7 @@ def _without_id(answer: dict[str, Any]) -> dict[str, Any]:
     [
         ("feat_double", {"n": 21}),  # a structured result
         ("feat_double", {"n": -1, "extra": True}),  # refused by the tool's schema: a tool error result
+        ("feat_double", {"n": 2**64}),  # a result past orjson's 64-bit integers (JSON has no such limit)
         ("feat_picture", {}),  # content blocks passed through
         ("feat_nothing", {}),  # not a tool: a JSON-RPC error
         ("feat_work", {"steps": "many"}),  # pydantic input model refuses

@@ -82,6 +82,30 @@ def test_direct_answer_is_the_sdks(tmp_path: Path, name: str, arguments: Any) ->
     assert direct == through_sdk
 
 
+def test_a_result_past_64_bit_integers_is_answered_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    """``sequentialthinking`` echoes ``thoughtNumber``: 2**64 once ended the whole stdio server (orjson's limit)."""
+    config = tmp_path / "thinking.toml"
+    config.write_text(f'[gateway]\ndata_dir = "{tmp_path / "data"}"\n[packs]\nenabled = ["thinking"]\n')
+    peer = StdioPeer(config)
+    thought = {"thought": "t", "nextThoughtNeeded": True, "thoughtNumber": 2**64, "totalThoughts": 1}
+    try:
+        peer.send(_request(0, "tools/list"))  # the first request opens a 2026-07-28 connection
+        _receive(peer, 0)
+        peer.send(_call(1, "sequentialthinking", thought))
+        direct = _receive(peer, 1)
+        peer.send(_call(2, "sequentialthinking", thought, progressToken="p"))
+        through_sdk = _receive(peer, 2)
+        peer.send(_call(3, "sequentialthinking", {**thought, "thoughtNumber": 3}))
+        after = _receive(peer, 3)
+    finally:
+        peer.stop(signal.SIGTERM)
+    for answer, length in ((direct, 1), (through_sdk, 2)):  # each call adds to the history
+        assert answer["result"]["structuredContent"]["thoughtNumber"] == 2**64
+        assert answer["result"]["structuredContent"]["thoughtHistoryLength"] == length
+    assert direct["result"].keys() == through_sdk["result"].keys()
+    assert after["result"]["structuredContent"]["thoughtNumber"] == 3
+
+
 class _Lines:
     """A :class:`gateway.stdio_pipes.LineSink` keeping what is written."""
 
