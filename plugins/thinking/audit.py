@@ -54,16 +54,23 @@ class Auditor:
         nothing is applied."""
         context = await self._collector.collect(session, thought, workspace=workspace)
         warnings = [*warnings, *context.warnings]
+        refused = [] if session.apply_fixes and not workspace else None  # applyFixes asked for, not allowed
         if not context.files:
             summary = "Nothing to review: no code in the thought and none in the selected scope."
             if context.diff:
                 summary = "Nothing to review: the change has no readable text file (deletions, binaries, size limits)."
+            if not workspace:
+                summary = (
+                    f"Nothing reviewed: no code in the thought, and the workspace (scope {session.scope!r}) was not"
+                    " read: the caller lacks the thinking:workspace scope."
+                )
             return GanReview(
                 overall=100,  # no code, so no finding: the score a judge gives code it finds nothing wrong with
                 verdict="pass",
                 outcome="nothing_to_review",
                 review=Review(summary=summary),
                 warnings=warnings,
+                applied=refused,
                 config=session.public(),
             )
         judges = self._judges(session)
@@ -94,6 +101,8 @@ class Auditor:
             )
         if session.apply_fixes and workspace:
             review.applied = await self._apply(proposal, context, review.warnings)
+        else:
+            review.applied = refused
         return review
 
     async def _improve(

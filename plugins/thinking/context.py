@@ -122,16 +122,25 @@ class ContextCollector:
             for patch in patches:
                 if patch.new_path is None or patch.binary:
                     continue
-                context.changed_paths.append(patch.new_path)
+                if self._inside(patch.new_path):  # a refused path is not reviewed, nor cited as changed
+                    context.changed_paths.append(patch.new_path)
                 self._load(patch.new_path, frozenset(patch.added_lines()), context, budget)
             for path in untracked:
-                context.changed_paths.append(path)
+                if self._inside(path):
+                    context.changed_paths.append(path)
                 loaded = self._load(path, None, context, budget, new_file=True)
                 if loaded is not None:
                     parts.append(diffs.new_file_diff(path, loaded.content))
 
         await anyio.to_thread.run_sync(load)
         context.diff = "".join(parts)
+
+    def _inside(self, path: str) -> bool:
+        try:
+            self.workspace.confine(path)
+        except PathRefused:
+            return False
+        return True
 
     def _load(
         self,

@@ -124,7 +124,7 @@ class ThinkingPack(ToolPack):
                     title="Sequential Thinking",
                     read_only=not self._auditing,
                     idempotent=False,
-                    destructive=False,
+                    destructive=self._auditing,  # applyFixes changes files in the workspace (not only additions)
                     open_world=False,
                 ),
                 text_indent=2,

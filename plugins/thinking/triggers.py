@@ -7,7 +7,9 @@ start with ``-`` or ``+`` are not diff markers (that is a Markdown list), and a 
 Programming tokens are counted line by line: one *strong* construct (``def f(``, ``class X:``, ``import x`` at
 the start of a line, ``function f(``, ``const x =``, ``#include <``, a statement ending in ``;``...) triggers;
 otherwise at least two different *weak* signals on at least two lines (comparison operators, calls like
-``name(arg)``, lines ending in ``{``/``}``/``:``, ``&&``/``||``...) are needed.
+``name(arg)``, lines ending in ``{``/``}``/``:``, ``&&``/``||``...) are needed; a line that reads as a sentence (a
+capitalised word, five words or more, a full stop at the end) gives no weak signal: its ``x == y`` or ``check(pair)``
+is code mentioned in prose.
 """
 
 from __future__ import annotations
@@ -137,6 +139,16 @@ def has_diff_markers(text: str) -> bool:
     return bool(DIFF_HEADER.search(text) or HUNK_HEADER.search(text) or _FILE_HEADERS.search(text))
 
 
+def _reads_as_a_sentence(line: str) -> bool:
+    """A capitalised word, four more words at least, and a full stop (``.``, ``!``, ``?``, ``…``) at the end: the
+    weak signals of such a line are code mentioned in prose, not code."""
+    words = line.split()
+    if len(words) < 5 or words[-1][-1] not in ".!?…":
+        return False
+    first = words[0].rstrip(":,")
+    return first.isalpha() and first[0].isupper() and first[1:] == first[1:].lower()
+
+
 def looks_like_code(text: str) -> bool:
     """Programming tokens: one strong construct, or two kinds of weak signal on two lines or more."""
     weak_kinds: set[str] = set()
@@ -146,6 +158,8 @@ def looks_like_code(text: str) -> bool:
             continue
         if any(pattern.search(line) for pattern in _STRONG):
             return True
+        if _reads_as_a_sentence(line):  # "...whenever x == y holds", "...by calling check(pair) on..."
+            continue
         kinds = {name for name, found in _WEAK.items() if found(line)}
         if kinds:
             weak_kinds |= kinds

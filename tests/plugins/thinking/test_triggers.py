@@ -50,6 +50,8 @@ PROSE = [
     "For example: the file(s) in the folder",
     "If the cache is cold:\n    we warm it first",
     "We compare a >= b when sorting.",
+    "Conclusion: the answer is correct whenever x == y holds for each pair.\n"
+    "I verified it by calling check(pair) on the examples\u2026",
     "",
 ]
 

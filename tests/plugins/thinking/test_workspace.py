@@ -93,6 +93,21 @@ async def test_diff_scope_before_the_first_commit(repo: GitRepo) -> None:
     assert "+import os" in context.diff and "never = 'reviewed'" not in context.diff
 
 
+async def test_a_changed_path_refused_for_leaving_the_workspace_is_neither_reviewed_nor_cited(
+    repo: GitRepo, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_text("elsewhere = 1\n")
+    repo.write("a.py", "a = 1\n")
+    repo.commit()
+    repo.write("a.py", "a = 2\n")
+    (repo.root / "flink.py").symlink_to(outside)  # untracked, and outside once resolved
+    context = await collect(repo.root)
+    assert [f.path for f in context.files] == ["a.py"]
+    assert context.changed_paths == ["a.py"]
+    assert any("flink.py: resolves outside the workspace" in w for w in context.warnings)
+
+
 async def test_diff_scope_limits_and_deletions(repo: GitRepo) -> None:
     for index in range(5):
         repo.write(f"m{index}.py", f"x = {index}\n")

@@ -39,3 +39,35 @@ async def test_a_caller_without_the_workspace_scope_gets_the_thoughts_code_revie
     assert not gan.get("applied") and (repo.root / "app/config.py").read_text() == CHANGED
     assert any("needs the thinking:workspace scope" in warning for warning in gan["warnings"])
     assert "app/config.py" not in json.dumps(gan)
+
+
+async def test_without_the_scope_and_no_code_in_the_thought_the_review_says_the_workspace_was_not_read(
+    repo: GitRepo, tmp_path: Path
+) -> None:
+    repo.write("app/config.py", CHANGED)
+    repo.commit()
+    text = '```gan-config\n{"scope": "paths", "paths": ["app/config.py"], "applyFixes": true}\n```\nCheck it.'
+    async with running_gateway(gateway_config(repo.root), tmp_path / "data") as client:
+        runtime = client.runtime
+        caller = Principal(subject="someone", tenant="other", scopes=frozenset(), method="api_key")
+        outcome = await runtime.call_tool(
+            "sequentialthinking",
+            thought(text, 1, 2, next_needed=False),
+            runtime.new_context(principal=caller, transport="rest"),
+        )
+    gan = outcome.body["gan"]
+    assert gan["outcome"] == "nothing_to_review"
+    summary = gan["review"]["summary"]
+    assert "was not read" in summary and "thinking:workspace" in summary and "none in the selected scope" not in summary
+    assert gan["applied"] == []  # applyFixes was asked for and refused
+
+
+@pytest.mark.parametrize("audit", [False, True])
+async def test_the_tool_says_it_may_change_files_only_when_auditing_can_apply_fixes(
+    repo: GitRepo, tmp_path: Path, audit: bool
+) -> None:
+    async with running_gateway(gateway_config(repo.root, audit=audit), tmp_path / "data") as client:
+        (tool,) = (await client.list_tools()).tools
+    hints = tool.annotations
+    assert hints is not None
+    assert (hints.read_only_hint, hints.destructive_hint) == ((False, True) if audit else (True, False))
