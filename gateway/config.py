@@ -142,10 +142,15 @@ class ProvidersSection(_Section):
     embedder_retry_seconds: float = Field(30.0, ge=0)
     """After an embedder fails, skip it for this long before trying it again."""
     embedder_query_deadline_seconds: float = Field(5.0, gt=0)
+    """A search waits this long for an embedder before the chain falls back to the next one."""
     embedder_document_grace_seconds: float = Field(10.0, gt=0)
     """Once the last embedder has a document's vectors, the others get this much longer; one still busy then is
     skipped (its vectors are filled in later by ``gateway reindex --missing``)."""
-    """A search waits this long for an embedder before the chain falls back to the next one."""
+    embedder_fallback_query_deadline_seconds: float = Field(30.0, gt=0)
+    """How long the last embedder may take for a query; past it the call fails as ``service_unavailable`` (a
+    fallback that hangs must not hang every call)."""
+    embedder_fallback_document_deadline_seconds: float = Field(300.0, gt=0)
+    """The same for one batch of documents (an index build embeds up to ``embed_batch`` texts at a time)."""
     vector_store: str = "qdrant-edge"
     store: str = "sqlite"
     rate_limiter: str = "sqlite"

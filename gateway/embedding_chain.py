@@ -6,14 +6,15 @@ complete and a failed link is reported in ``missing`` to be filled in later; the
 call fails with :class:`ServiceUnavailable`. A query is embedded by the first link that answers.
 
 A short circuit breaker keeps an outage from costing a timeout on every call: after a link fails it is skipped
-for ``retry_after_seconds``, then tried again. The fallback is never skipped (there is nothing after it).
+for ``retry_after_seconds``, then tried again. The fallback is never skipped (there is nothing after it), but it
+has a deadline of its own (``fallback_deadline_seconds``, per task): one that hangs fails the call, not hangs it.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -33,6 +34,7 @@ from gateway.api import (
 log = structlog.get_logger(__name__)
 
 DEFAULT_RETRY_AFTER_SECONDS = 30.0
+DEFAULT_FALLBACK_DEADLINES: Mapping[EmbedTask, float | None] = {"query": 30.0, "document": 300.0}
 
 ChainEntry = tuple[str, Embedder | ProviderUnavailable]
 """A configured link: its provider name and the built embedder, or why its factory could not build it."""
@@ -73,6 +75,7 @@ class EmbedderChain:
         retry_after_seconds: float = DEFAULT_RETRY_AFTER_SECONDS,
         query_deadline_seconds: float | None = 5.0,
         document_grace_seconds: float | None = 10.0,
+        fallback_deadline_seconds: Mapping[EmbedTask, float | None] = DEFAULT_FALLBACK_DEADLINES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not entries:
@@ -108,6 +111,7 @@ class EmbedderChain:
         self._cooldown = retry_after_seconds
         self._query_deadline = query_deadline_seconds
         self._document_grace = document_grace_seconds
+        self._fallback_deadline = dict(fallback_deadline_seconds)
         self._clock = clock
 
     @property
@@ -192,14 +196,18 @@ class EmbedderChain:
             log.info("embedder.skipped", embedder=embedder.id, task=task, reason=reason)
             raise _Skipped(reason)
         # A query waits for an earlier link at most this long (its own retries included), then falls back (documents
-        # give the other links a grace period once the fallback has its vectors: see embed_documents).
-        deadline = self._query_deadline if task == "query" and not is_fallback else None
+        # give the other links a grace period once the fallback has its vectors: see embed_documents). The fallback
+        # has a deadline of its own: past it the call fails rather than hang.
+        if is_fallback:
+            deadline = self._fallback_deadline.get(task)
+        else:
+            deadline = self._query_deadline if task == "query" else None
         try:
             with anyio.fail_after(deadline):
                 vectors = await embedder.embed(texts, task=task)
             vectors = checked_vectors(embedder, texts, vectors)
         except TimeoutError:
-            reason = f"no answer within the {task} deadline of {deadline}s"
+            reason = f"no answer within the {task} deadline of {deadline:g}s"
             self._trip(link, task, reason, is_fallback)
             raise _Skipped(reason) from None
         except ProviderUnavailable as exc:

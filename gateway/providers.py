@@ -206,6 +206,10 @@ class ProviderHub:
                 retry_after_seconds=cfg.embedder_retry_seconds,
                 query_deadline_seconds=cfg.embedder_query_deadline_seconds,
                 document_grace_seconds=cfg.embedder_document_grace_seconds,
+                fallback_deadline_seconds={
+                    "query": cfg.embedder_fallback_query_deadline_seconds,
+                    "document": cfg.embedder_fallback_document_deadline_seconds,
+                },
             )
         return self._embeddings
 

@@ -254,14 +254,14 @@ def build(ctx: ProviderContext) -> JwtAuthenticator:
         keys = JwksFile(config.jwks_file, config.algorithms)
     elif config.public_key_file is not None:
         keys = PemKey(config.public_key_file, config.algorithms)
-    elif config.secret is None:
+    elif config.secret is not None:
+        keys = SecretKey(config.secret.get_secret_value(), config.algorithms)
+    elif config.issuing is None or config.issuing.private_key_file is None:  # else: its own key verifies, below
         raise ProviderUnavailable(
             "auth/jwt",
             "'plugins.auth.jwt.secret' is not set: the variable its { env = ... } names is unset or empty (or give "
             "public_key_file or jwks_file)",
         )
-    else:
-        keys = SecretKey(config.secret.get_secret_value(), config.algorithms)
     issuing = config.issuing
     if issuing is None:
         return JwtAuthenticator(config, keys)

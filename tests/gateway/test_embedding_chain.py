@@ -416,6 +416,28 @@ async def test_a_slow_first_link_is_abandoned_at_the_query_deadline_and_after_th
     assert list(documents.vectors) == [local.id] and documents.missing == ("slow/model/384",)
 
 
+async def test_a_fallback_that_hangs_fails_the_call_at_its_deadline(local: LocalEmbedder) -> None:
+    class Hung:
+        id = "hung/model/384"
+        dimension = 384
+        max_batch = 8
+        max_input_chars = 1000
+
+        async def embed(self, texts, *, task):
+            await anyio.sleep(3600)
+
+        async def aclose(self):
+            pass
+
+    deadlines = {"query": 0.2, "document": 0.3}
+    chain = EmbedderChain([("local", local), ("hung", Hung())], fallback_deadline_seconds=deadlines)
+    with anyio.fail_after(10), pytest.raises(ServiceUnavailable, match="query deadline of 0.2s") as query:
+        await chain.embed_query("ModuleNotFoundError: No module named 'numpy'", skip=[local.id])
+    assert query.value.details == {"embedder": "hung/model/384"}
+    with anyio.fail_after(10), pytest.raises(ServiceUnavailable, match="document deadline of 0.3s"):
+        await chain.embed_documents(["ModuleNotFoundError: No module named 'numpy'"])
+
+
 class _BuggyEmbedderPlugin:
     """A plugin whose embedder factory has a bug (a plain exception, not ProviderUnavailable)."""
 

@@ -188,6 +188,24 @@ async def test_a_failing_store_is_503_not_401(tmp_path: Path, clock: Clock) -> N
         await issuer.refresh(pair.refresh_token)
 
 
+async def test_a_private_key_alone_signs_and_verifies_the_gateways_own_tokens(
+    tmp_path: Path, store: RelationalStore, ec_key: SigningKey
+) -> None:
+    """The README's issuer table with only ``private_key_file``: its public half verifies, no other key needed."""
+    own = tmp_path / "own.pem"
+    own.write_bytes(
+        ec_key.private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    authenticator = _authenticator(
+        tmp_path, store, algorithms=["ES256"], secret=None, issuing={"private_key_file": str(own)}
+    )
+    assert authenticator.issuer is not None
+    pair = await authenticator.issuer.issue("ada", "acme", SCOPES)
+    assert (await authenticator.authenticate(bearer(pair.access_token))).subject == "ada"
+
+
 async def test_a_private_key_signs_and_an_identity_providers_keys_still_verify(
     tmp_path: Path, store: RelationalStore, ec_key: SigningKey, rsa_key: SigningKey
 ) -> None:
