@@ -17,7 +17,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from gateway.api.errors import ConfigError
+from gateway.api.registry import CHECK_PROVIDER_OPTIONS, CONFIG_DIR
 from gateway.plugin_manager import Registration, Registry
+from gateway.provider_options import installed_names, provider_options_check
 
 DATA_DIR_ENV = "MCP_GATEWAY_DATA_DIR"
 LogLevel = Literal["debug", "info", "warning", "error"]
@@ -187,6 +189,9 @@ class LoadedConfig:
         self.config = config
         self.base_dir = base_dir
         self.plugin_configs: dict[tuple[str, str], BaseModel | None] = {}
+        self.validation_context: dict[str, Any] = {CONFIG_DIR: base_dir}
+        """What plugin tables are validated with (:data:`gateway.api.CONFIG_DIR`, and once resolved against the
+        installed plugins :data:`gateway.api.CHECK_PROVIDER_OPTIONS`)."""
 
     @property
     def data_dir(self) -> Path:
@@ -245,7 +250,7 @@ def _format_errors(source: str, exc: ValidationError, prefix: str = "") -> str:
         if err["type"] == "extra_forbidden":
             lines.append(f"{source}: unknown key '{key}'")
         else:
-            lines.append(f"{source}: '{key}': {err['msg']}")
+            lines.append(f"{source}: '{key}': {err['msg'].removeprefix('Value error, ')}")
     return "\n".join(lines)
 
 
@@ -281,17 +286,13 @@ def _validate(raw: dict[str, Any], source: str, base_dir: Path) -> LoadedConfig:
     return LoadedConfig(source, config, base_dir)
 
 
-def _installed(table: dict[str, Registration]) -> str:
-    return ", ".join(sorted(table)) or "none"
-
-
 def _validate_plugin_table(loaded: LoadedConfig, reg: Registration, raw: Any, key: str) -> BaseModel | None:
     if reg.config_model is None:
         if raw not in (None, {}):
             raise ConfigError(f"{loaded.source}: '{key}': {reg.kind} {reg.name!r} takes no configuration")
         return None
     try:
-        return reg.config_model.model_validate(raw or {}, context={"config_dir": loaded.base_dir})
+        return reg.config_model.model_validate(raw or {}, context=loaded.validation_context)
     except ValidationError as exc:
         raise ConfigError(_format_errors(loaded.source, exc, key)) from exc
 
@@ -300,6 +301,7 @@ def resolve(loaded: LoadedConfig, registry: Registry) -> LoadedConfig:
     """Check every name the config uses against the installed plugins and validate every plugin table."""
     cfg = loaded.config
     src = loaded.source
+    loaded.validation_context[CHECK_PROVIDER_OPTIONS] = provider_options_check(registry, loaded.base_dir)
 
     selected: list[Registration] = []
     """What the config names: their tables are validated even when absent (a required option is missing)."""
@@ -312,14 +314,15 @@ def resolve(loaded: LoadedConfig, registry: Registry) -> LoadedConfig:
                 f"; {name!r} is registered as a provider of kind {', '.join(map(repr, elsewhere))}" if elsewhere else ""
             )
             raise ConfigError(
-                f"{src}: '{key}': no {kind} provider {name!r} is installed (installed: {_installed(table)}){hint}"
+                f"{src}: '{key}': no {kind} provider {name!r} is installed (installed: {installed_names(table)}){hint}"
             )
         selected.append(table[name])
 
     for name in cfg.packs.enabled:
         if name not in registry.packs:
             raise ConfigError(
-                f"{src}: 'packs.enabled': no tool pack {name!r} is installed (installed: {_installed(registry.packs)})"
+                f"{src}: 'packs.enabled': no tool pack {name!r} is installed "
+                f"(installed: {installed_names(registry.packs)})"
             )
     for name in cfg.packs.prefix:
         if name not in cfg.packs.enabled:
@@ -328,7 +331,7 @@ def resolve(loaded: LoadedConfig, registry: Registry) -> LoadedConfig:
         if ref.name not in registry.interceptors:
             raise ConfigError(
                 f"{src}: 'pipeline.interceptors': no interceptor {ref.name!r} is installed "
-                f"(installed: {_installed(registry.interceptors)})"
+                f"(installed: {installed_names(registry.interceptors)})"
             )
     # Names written in the config are checked now; defaults are checked when first used, so a deployment that
     # never embeds does not need an embedder installed.
@@ -369,7 +372,7 @@ def resolve(loaded: LoadedConfig, registry: Registry) -> LoadedConfig:
             if name not in table:
                 raise ConfigError(
                     f"{src}: unknown key 'plugins.{top}.{name}': no {top} {name!r} is installed "
-                    f"(installed: {_installed(table)})"
+                    f"(installed: {installed_names(table)})"
                 )
             kind = "interceptor" if top == "interceptor" else top
             loaded.plugin_configs[(kind, name)] = _validate_plugin_table(

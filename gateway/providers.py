@@ -29,6 +29,7 @@ from gateway.api.errors import (
 )
 from gateway.api.registry import (
     AUTH,
+    CONFIG_DIR,
     EMBEDDER,
     JUDGE,
     RATE_LIMITER,
@@ -162,7 +163,7 @@ class ProviderHub:
         parsed = None
         if reg.config_model is not None:
             try:
-                parsed = reg.config_model.model_validate(dict(config), context={"config_dir": self._loaded.base_dir})
+                parsed = reg.config_model.model_validate(dict(config), context={CONFIG_DIR: self._loaded.base_dir})
             except ValidationError as exc:
                 errors = [
                     {"field": ".".join(str(p) for p in err["loc"]) or "(root)", "message": err["msg"]}

@@ -66,6 +66,8 @@ from gateway.api.offload import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, sanitiz
 from gateway.api.rate_limits import RateDecision, RateLimiter, RateLimitRule
 from gateway.api.registry import (
     AUTH,
+    CHECK_PROVIDER_OPTIONS,
+    CONFIG_DIR,
     CONNECTOR,
     EMBEDDER,
     JUDGE,
@@ -156,6 +158,8 @@ from gateway.api.vectors import (
 
 __all__ = [
     "AUTH",
+    "CHECK_PROVIDER_OPTIONS",
+    "CONFIG_DIR",
     "CONNECTOR",
     "EMBEDDER",
     "JUDGE",

@@ -28,6 +28,17 @@ PROVIDER_KINDS = (EMBEDDER, VECTOR_STORE, STORE, RATE_LIMITER, SANITIZER, AUTH, 
 """Every swappable provider kind. Plugins may register further kinds of their own."""
 
 
+CONFIG_DIR = "config_dir"
+"""Key of the pydantic validation context a plugin's ``config_model`` is validated with: the directory of the config
+file (a relative path in the table is relative to it)."""
+CHECK_PROVIDER_OPTIONS = "check_provider_options"
+"""Key of the same validation context: ``check(kind, name, options)``, which raises ``ValueError`` naming the problem
+when no ``kind`` provider ``name`` is installed or its ``config_model`` refuses ``options``. A pack whose table
+declares providers of its own (the Context Engine's ``connectors``) calls it from a validator, so ``gateway config
+check`` finds their mistakes without starting anything. Absent when the model is validated outside a deployment's
+config file."""
+
+
 def _resolve_secret(value: Any) -> Any:
     if isinstance(value, Mapping):
         if set(value) != {"env"} or not isinstance(value["env"], str):

@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, model_validator
 
+from gateway.api import CHECK_PROVIDER_OPTIONS, CONNECTOR
 from gateway_plugins.context.retrieval.ranker import RankingOptions
 from gateway_plugins.context.tenant_policy import TenantConnectorPolicy
 
@@ -66,6 +67,14 @@ class DeclaredConnector(BaseModel):
     type: str = Field(min_length=1)
     name: str = Field(min_length=1, max_length=200)
     tenant: str = "default"
+
+    @model_validator(mode="after")
+    def _installed_type_and_its_options(self, info: ValidationInfo) -> DeclaredConnector:
+        """In a deployment's config: the type is an installed connector and its options are ones it takes."""
+        check = (info.context or {}).get(CHECK_PROVIDER_OPTIONS)
+        if check is not None:
+            check(CONNECTOR, self.type, self.model_extra or {})
+        return self
 
 
 class ContextConfig(BaseModel):

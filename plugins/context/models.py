@@ -7,7 +7,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, field_validator
 
 SourceType = Literal["file", "slack", "github", "jira"]
 
@@ -63,6 +63,13 @@ class SearchInput(_In):
     work_context: WorkContext | None = None
     top_k: int = Field(20, ge=1, le=100, description="Results to return (default 20, at most 100).")
     filters: SearchFilters | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must contain something to search for, not only whitespace")
+        return value
 
 
 class ResultMetadata(BaseModel):

@@ -102,7 +102,9 @@ def _index_status(out: IndexControlOutput) -> IndexStatus:
     job, done = out.current_job, out.last_completed
     return IndexStatus(
         status=out.status,
-        current_job=CurrentJob(id=job.id, started_at=job.started_at, progress=job.progress) if job else None,
+        current_job=CurrentJob(id=job.id, started_at=job.started_at, progress=job.progress, error=job.error)
+        if job
+        else None,
         last_completed=LastCompleted(
             finished_at=done.finished_at,
             duration_minutes=round((done.duration_seconds or 0.0) / 60, 2),

@@ -145,6 +145,11 @@ class CurrentJob(BaseModel):
     id: str
     started_at: datetime
     progress: JobProgress
+    error: str | None = Field(
+        None,
+        description="Why the job, or some of its connectors, failed or stopped (a job whose connectors all failed "
+        "still ends completed: this names them); null when nothing went wrong",
+    )
 
 
 class LastCompleted(BaseModel):

@@ -28,7 +28,7 @@ def _check(tmp_path: Path, *servers: dict[str, Any]) -> str:
         ({"name": "a", "command": ["x"], "url": "http://h/mcp"}, "give either command (stdio) or url"),
         ({"name": "a", "url": "ftp://h/mcp"}, "url must be an http:// or https:// URL with a host"),
         ({"name": "a", "url": "http://"}, "url must be an http:// or https:// URL with a host"),
-        ({"name": "a", "url": "http://h/mcp", "protocol": "banana"}, "servers.0.protocol': Value error, 'auto'"),
+        ({"name": "a", "url": "http://h/mcp", "protocol": "banana"}, "servers.0.protocol': 'auto'"),
         ({"name": "a", "url": "http://h/mcp", "headers": {"Bad Header": "x"}}, "not an HTTP header name"),
         ({"name": "a", "command": ["x"], "prefix": "my tools/"}, "servers.0.prefix"),
         ({"name": "a", "command": [""]}, "the first element must name the program"),
