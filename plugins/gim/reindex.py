@@ -144,6 +144,10 @@ async def reindex_all(core: GimCore, *, missing_only: bool, progress: ReindexPro
             log.warning("gim.reindex.embedder_failed", embedder=embedder.id, error=str(exc))
             reports.append(ReindexReport(embedder.id, total, 0, total, error=str(exc)))
             continue
+        except Exception as exc:  # a bug in this embedder (a plugin's): reported, and the others still reindexed
+            log.exception("gim.reindex.embedder_failed", embedder=embedder.id)
+            reports.append(ReindexReport(embedder.id, total, 0, total, error=f"{type(exc).__name__}: {exc}"))
+            continue
         reports.append(ReindexReport(embedder_id=embedder.id, total=total, embedded=embedded, skipped=total - embedded))
     core.recount_coverage()
     return reports

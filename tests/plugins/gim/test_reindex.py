@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from structlog.testing import capture_logs
 
-from gateway.api import ConfigError
+from gateway.api import ConfigError, hookimpl
 from gateway.cli import cli
 from gateway.testing import running_gateway
 from tests.fakes.gemini import FakeResponse
@@ -236,3 +236,38 @@ async def test_searches_pass_over_an_embedder_that_lacks_some_items_vectors(data
         after = await call(client, "gim_search_issues", query)
     assert during["embedder"] == local_id and during["issues"][0]["issue_id"] == ids[0]
     assert after["embedder"] == gemini_id and after["issues"][0]["issue_id"] == ids[0]
+
+
+class _BuggyEmbedder:
+    """A third-party embedder with a bug: it raises a plain exception, not ProviderUnavailable."""
+
+    id = "buggy/model/8"
+    dimension = 8
+    max_batch = 16
+    max_input_chars = 1000
+
+    async def embed(self, texts: list[str], *, task: str) -> list[list[float]]:
+        raise RuntimeError("a bug in the plugin")
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _BuggyPlugin:
+    @hookimpl
+    def gateway_register_providers(self, register: Any) -> None:
+        register("embedder", "buggy", lambda ctx: _BuggyEmbedder())
+
+
+async def test_a_reindex_reports_an_embedder_with_a_bug_and_fills_the_others(data_dir: Path) -> None:
+    config = gim_config()
+    config["providers"]["embedder"] = ["buggy", "local"]
+    async with running_gateway(config, data_dir, extra_plugins=[("buggy", _BuggyPlugin())]) as client:
+        ids = await _submit_all(client)  # the chain falls back past the buggy link
+        pack = client.runtime.packs["gim"]
+        with capture_logs() as logs:
+            reports = {r.embedder_id: r for r in await pack.reindex(missing_only=True, progress=lambda d, t: None)}
+    assert reports["buggy/model/8"].error == "RuntimeError: a bug in the plugin"
+    local = next(r for embedder_id, r in reports.items() if embedder_id != "buggy/model/8")
+    assert local.error is None and local.total == len(ids)
+    assert any(line["event"] == "gim.reindex.embedder_failed" for line in logs)
