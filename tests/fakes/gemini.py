@@ -83,6 +83,8 @@ class FakeResponse:
     json: dict[str, Any] | None = None
     delay: float = 0.0
     raw_body: str | None = None
+    media_type: str = "application/json"
+    """The ``Content-Type`` of ``raw_body`` (a proxy's error page is ``text/html``)."""
 
 
 @dataclass(frozen=True)
@@ -235,7 +237,7 @@ class FakeGemini:
         if scripted is not None and scripted.delay > 0:
             await self._sleep(scripted.delay)
         if scripted is not None and scripted.raw_body is not None:
-            return Response(scripted.raw_body, status_code=scripted.status, media_type="application/json")
+            return Response(scripted.raw_body, status_code=scripted.status, media_type=scripted.media_type)
         if scripted is not None and scripted.json is not None:
             return JSONResponse(scripted.json, status_code=scripted.status)
         if scripted is not None and scripted.status != 200:

@@ -137,6 +137,16 @@ async def test_transient_failure_is_retried(gemini: GeminiEmbedder, fake_gemini:
     assert np.allclose(vector, fake_embedding("retry me", DIM), atol=1e-6)
 
 
+async def test_a_proxys_error_page_is_retried_like_the_services_own_error(
+    gemini: GeminiEmbedder, fake_gemini: FakeGemini
+) -> None:
+    page = "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+    fake_gemini.enqueue(FakeResponse(status=502, raw_body=page, media_type="text/html"))
+    (vector,) = await gemini.embed(["retry me"], task="document")
+    assert len(fake_gemini.requests) == 2
+    assert np.allclose(vector, fake_embedding("retry me", DIM), atol=1e-6)
+
+
 async def test_429_then_success_waits_the_server_retry_delay(fake_gemini: FakeGemini) -> None:
     embedder = GeminiEmbedder(config_for(fake_gemini, retry_max_backoff_seconds=2.0))
     body = {
