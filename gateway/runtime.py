@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from gateway.api.context import CallContext, Principal, Transport
 from gateway.api.errors import (
+    ConfigError,
     Forbidden,
     GatewayError,
     InternalError,
@@ -232,9 +233,7 @@ class GatewayRuntime:
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None, context: CallContext) -> CallOutcome:
         """Run one call: scope check, input validation, the pipeline, the tool, output validation, rendering.
-
-        Raises :class:`UnknownTool` for a name no pack serves; every other failure is a rendered error outcome.
-        """
+        Raises :class:`UnknownTool` for a name no pack serves; every other failure is a rendered error outcome."""
         served = self.tools.get(name)
         if served is None:
             self.metrics.unknown_tool()
@@ -310,8 +309,9 @@ class GatewayRuntime:
             if (carried := tool_error_in(exc)) is not None:
                 return self._error(served, carried, context)
             log.exception("tool failed", tool=served.name, correlation_id=context.correlation_id)
+            reason = f"misconfigured: {exc}" if isinstance(exc, ConfigError) else "internal error"  # not a secret
             err = InternalError(
-                "internal error; the server log has the details under this correlation id",
+                f"{reason}; the server log has the details under this correlation id",
                 details={"correlation_id": context.correlation_id},
             )
             return self._error(served, err, context)

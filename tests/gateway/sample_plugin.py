@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api import (
     CallContext,
+    ConfigError,
     Interceptor,
     NotFound,
     Resource,
@@ -35,7 +36,7 @@ class EchoOut(BaseModel):
 
 
 class FailIn(BaseModel):
-    mode: str = Field(description="'tool_error', 'crash', 'bad_output', 'missing' or 'in_task_group'")
+    mode: str = Field(description="'tool_error', 'crash', 'bad_output', 'misconfigured', 'missing' or 'in_task_group'")
 
 
 class EchoPackConfig(BaseModel):
@@ -54,6 +55,8 @@ async def fail(args: FailIn, ctx: CallContext) -> Any:
         raise NotFound("no such thing", details={"id": "x"})
     if args.mode == "bad_output":
         return {"echoed": 42}
+    if args.mode == "misconfigured":  # found only when the tool runs (a stored index of another embedder, say)
+        raise ConfigError("the vector collection 'x' holds another embedder's vectors: run gateway reindex")
     if args.mode == "in_task_group":  # the ToolError reaches the runtime inside an exception group
 
         async def refuse() -> None:

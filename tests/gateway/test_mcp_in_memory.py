@@ -77,6 +77,14 @@ async def test_crash_is_internal_error_without_internals(tmp_path, sample):
         assert leak not in text
 
 
+async def test_a_configuration_error_found_by_a_call_is_said_not_hidden(tmp_path, sample):
+    async with running_gateway(sample_config(tmp_path), extra_plugins=[("sample", sample)]) as client:
+        result = await client.call_tool("echo_fail", {"mode": "misconfigured"})
+    error = json.loads(result.content[0].text)["error"]
+    assert result.is_error and error["code"] == "internal_error" and error["details"]["correlation_id"]
+    assert error["message"].startswith("misconfigured: the vector collection 'x' holds another embedder's vectors")
+
+
 async def test_output_is_validated_against_the_output_model(tmp_path, sample):
     async with running_gateway(sample_config(tmp_path), extra_plugins=[("sample", sample)]) as client:
         result = await client.call_tool("echo_fail", {"mode": "bad_output"})
