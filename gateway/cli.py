@@ -366,7 +366,7 @@ def reindex_command(env: CliEnvironment, missing: bool) -> None:
         async with env.running_runtime() as runtime:
             packs = [(name, pack) for name, pack in runtime.packs.items() if isinstance(pack, Reindexable)]
             if not packs:
-                click.echo("no enabled pack keeps vectors", err=True)
+                click.echo("no enabled pack is reindexed by this command (`gateway --help` lists packs' own)", err=True)
             for name, pack in packs:
                 with tqdm(desc=f"{name}", unit="item", file=sys.stderr) as bar:
 
