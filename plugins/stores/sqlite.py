@@ -102,7 +102,7 @@ class _Transaction:
 
     async def _integrity_failure(self, exc: sqlite3.IntegrityError) -> StoreIntegrityError:
         with anyio.CancelScope(shield=True):
-            await self._connection.execute("ROLLBACK", inline=True)
+            await self._connection.call(_rollback)
         self.rolled_back = True
         return StoreIntegrityError(str(exc))
 
@@ -138,6 +138,11 @@ class _Transaction:
 def _log_checkpoint_failure(done: asyncio.Future[Any]) -> None:
     if not done.cancelled() and done.exception() is not None:
         log.warning("sqlite checkpoint failed", error=str(done.exception()))
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    if connection.in_transaction:  # SQLite has rolled back by itself after some errors (a full disk, say)
+        connection.execute("ROLLBACK")
 
 
 def _begin_immediate(connection: sqlite3.Connection) -> None:
@@ -221,11 +226,12 @@ class SqliteStore:
                     await writer.call(_begin_immediate)
                 tx = _Transaction(writer)
                 try:
-                    yield tx
+                    with self._unavailable_when_unusable():  # a full disk mid-transaction, say: named, retryable
+                        yield tx
                 except BaseException:
                     if not tx.rolled_back:
                         with anyio.CancelScope(shield=True):
-                            await writer.execute("ROLLBACK", inline=True)
+                            await writer.call(_rollback)
                     raise
                 else:
                     if not tx.rolled_back:
@@ -291,7 +297,8 @@ class SqliteStore:
                 return await (reader.fetch_one if fetch == "one" else reader.fetch_all)(sql, params)
             except sqlite3.OperationalError as exc:
                 if (exc.sqlite_errorcode or 0) & 0xFF != sqlite3.SQLITE_READONLY:  # or an extended code of it
-                    raise
+                    with self._unavailable_when_unusable():  # an I/O error, say: named and retryable
+                        raise
             finally:
                 self._readers.put_nowait(reader)
         self._guard.refuse_nesting()

@@ -45,16 +45,29 @@ def _is_busy(exc: BaseException) -> bool:
     return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
+_FILE_PROBLEMS = {
+    sqlite3.SQLITE_FULL: "the disk is full",
+    sqlite3.SQLITE_IOERR: "the disk failed to read or write it",
+    sqlite3.SQLITE_READONLY: "it cannot be written (a read-only file or file system)",
+    sqlite3.SQLITE_CANTOPEN: "it cannot be opened (missing directory, or no permission)",
+}
+"""What the operator must fix on the machine: a retryable outage naming the file, not an internal error."""
+
+
 @contextmanager
 def unusable_is_unavailable(provider: str, path: Path, seconds: float) -> Iterator[None]:
     """A database still locked by another process after the busy timeout is :class:`ProviderUnavailable` (a
     caller answers ``service_unavailable``, retryable), not a raw ``sqlite3.OperationalError``; so is a file that
-    is not an SQLite database, or a damaged one, naming the file."""
+    is not an SQLite database, or a damaged one, and a full disk, an I/O error or a file that cannot be written or
+    opened, each naming the file."""
     try:
         yield
     except sqlite3.DatabaseError as exc:
-        if (exc.sqlite_errorcode or 0) & 0xFF in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+        code = (exc.sqlite_errorcode or 0) & 0xFF
+        if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
             raise ProviderUnavailable(provider, f"{path} is not an SQLite database, or it is damaged ({exc})") from exc
+        if (why := _FILE_PROBLEMS.get(code)) is not None:
+            raise ProviderUnavailable(provider, f"{path}: {why} ({exc})") from exc
         if not _is_busy(exc):
             raise
         raise ProviderUnavailable(

@@ -225,6 +225,25 @@ async def test_a_lock_held_past_the_busy_timeout_fails_the_write_and_leaves_the_
 
 
 @pytest.mark.anyio
+async def test_a_full_disk_is_a_retryable_outage_naming_the_file_and_loses_nothing(tmp_path: Path) -> None:
+    """SQLite's own page limit stands in for a full disk: the same SQLITE_FULL a full file system gives."""
+    store = SqliteStore(tmp_path / "s.db")
+    try:
+        await store.execute("CREATE TABLE t (x BLOB)")
+        await store.execute("INSERT INTO t VALUES (x'00')")
+        pages = (await store.fetch_one("PRAGMA page_count"))["page_count"]  # type: ignore[index]
+        await store.execute(f"PRAGMA max_page_count = {pages + 1}")
+        with pytest.raises(ProviderUnavailable, match=rf"store:sqlite: {store.path}: the disk is full"):
+            async with store.transaction() as tx:
+                await tx.execute("INSERT INTO t VALUES (zeroblob(1000000))")
+        with pytest.raises(ProviderUnavailable, match="the disk is full"):
+            await store.execute("INSERT INTO t VALUES (zeroblob(1000000))")
+        assert await store.fetch_all("SELECT length(x) AS n FROM t") == [{"n": 1}]
+    finally:
+        await store.close()
+
+
+@pytest.mark.anyio
 async def test_the_writer_checkpoints_the_wal_as_commits_accumulate(tmp_path: Path) -> None:
     """The writer's automatic checkpoint is off (it would run inside an inline commit); its own, every
     CHECKPOINT_EVERY commits, keeps the WAL from growing without end."""
