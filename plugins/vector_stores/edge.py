@@ -31,7 +31,7 @@ from pydantic import Field
 from gateway.api import Filter, ScoredPoint, VectorPoint, canonical_point_id, check_limit_and_offset, filter_conditions
 from gateway.api.vectors import FieldType
 from gateway_plugins.vector_stores.common import IndexSettings
-from gateway_plugins.vector_stores.edge_shard import CollectionInfo, EdgeTuning
+from gateway_plugins.vector_stores.edge_shard import PROVIDER, CollectionInfo, EdgeTuning
 from gateway_plugins.vector_stores.edge_sync import SyncEdgeStore, directory_name
 
 __all__ = ["PROVIDER", "QdrantEdgeConfig", "QdrantEdgeStore", "directory_name"]
@@ -39,8 +39,6 @@ __all__ = ["PROVIDER", "QdrantEdgeConfig", "QdrantEdgeStore", "directory_name"]
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
-
-PROVIDER = "vector_store/qdrant-edge"
 
 
 class QdrantEdgeConfig(IndexSettings):

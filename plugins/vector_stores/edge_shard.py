@@ -11,7 +11,8 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 import qdrant_edge as qe
 import structlog
 
-from gateway.api import FilterCondition, ScoredPoint
+from gateway.api import FilterCondition, ProviderUnavailable, ScoredPoint
 from gateway.api.vectors import FieldType
 from gateway_plugins.vector_stores.common import (
     CheckedPoint,
@@ -30,6 +31,7 @@ from gateway_plugins.vector_stores.common import (
 
 log = structlog.get_logger(__name__)
 
+PROVIDER = "vector_store/qdrant-edge"
 META_FILE = "collection.json"
 SHARD_DIR = "shard"
 _FORMAT = 1
@@ -189,6 +191,24 @@ class EdgeCollection:
             raise self._closed_error
         return self._shard
 
+    @contextmanager
+    def _using(self) -> Iterator[qe.EdgeShard]:
+        """The shard, under the collection's lock. An error of the engine itself (a damaged file: ``vector 0 is
+        not readable``) is the store unavailable, naming the collection and its directory, not an internal error
+        of whatever called."""
+        with self.lock:
+            shard = self._check()
+            try:
+                yield shard
+            except Exception as exc:
+                if type(exc) is not Exception and not isinstance(exc, OSError):  # ours, or a caller's mistake
+                    raise
+                raise ProviderUnavailable(
+                    PROVIDER,
+                    f"the collection {self.name!r} at {self.directory} cannot be used ({exc}); if its files are "
+                    "damaged, rebuilding its vectors replaces them (`gateway reindex`)",
+                ) from exc
+
     def set_indexes(self, fields: Mapping[str, FieldType]) -> None:
         """Create the payload indexes of ``fields`` the shard lacks (or has with another type)."""
         with self.lock:
@@ -225,8 +245,7 @@ class EdgeCollection:
         if not points:
             return
         batch = [qe.Point(p.id, p.vector, p.payload) for p in points]
-        with self.lock:
-            shard = self._check()
+        with self._using() as shard:
             try:
                 shard.update(qe.UpdateOperation.upsert_points(batch))
             except TypeError as exc:  # a payload value the engine cannot store (a number beyond 64 bits...)
@@ -239,8 +258,8 @@ class EdgeCollection:
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return
-        with self.lock:
-            self._check().update(qe.UpdateOperation.delete_points(list(ids)))
+        with self._using() as shard:
+            shard.update(qe.UpdateOperation.delete_points(list(ids)))
 
     def query(
         self,
@@ -261,13 +280,13 @@ class EdgeCollection:
             with_payload=True,
             with_vector=False,
         )
-        with self.lock:
-            found = self._check().query(request)
+        with self._using() as shard:
+            found = shard.query(request)
         return [ScoredPoint(id=str(p.id), score=float(p.score), payload=p.payload or {}) for p in found]
 
     def count(self, conditions: Sequence[FilterCondition]) -> int:
-        with self.lock:
-            return int(self._check().count(qe.CountRequest(exact=True, filter=edge_filter(conditions))))
+        with self._using() as shard:
+            return int(shard.count(qe.CountRequest(exact=True, filter=edge_filter(conditions))))
 
     def list_ids(self, conditions: Sequence[FilterCondition]) -> list[str]:
         ids: list[str] = []
@@ -277,8 +296,8 @@ class EdgeCollection:
             request = qe.ScrollRequest(
                 offset=offset, limit=_SCROLL_PAGE, filter=filter, with_payload=False, with_vector=False
             )
-            with self.lock:
-                records, offset = self._check().scroll(request)
+            with self._using() as shard:
+                records, offset = shard.scroll(request)
             ids.extend(str(r.id) for r in records)
             if offset is None:
                 return ids
@@ -290,8 +309,8 @@ class EdgeCollection:
 
     def optimize(self) -> bool:
         """Run the engine's optimizers (HNSW and quantization of what is not indexed yet, merges, vacuum)."""
-        with self.lock:
-            return self._optimize(self._check())
+        with self._using() as shard:
+            return self._optimize(shard)
 
     def _optimize(self, shard: qe.EdgeShard) -> bool:
         info = shard.info()
@@ -307,8 +326,8 @@ class EdgeCollection:
         return changed
 
     def info(self) -> CollectionInfo:
-        with self.lock:
-            info = self._check().info()
+        with self._using() as shard:
+            info = shard.info()
         return CollectionInfo(
             name=self.name,
             dimension=self.dimension,

@@ -13,7 +13,7 @@ import pytest
 import qdrant_edge as qe
 from pydantic import ValidationError
 
-from gateway.api import VectorPoint
+from gateway.api import ProviderUnavailable, VectorPoint
 from gateway.contracts.vector_store_contract import COLLECTION, DIM, make_points
 from gateway_plugins.vector_stores.common import StoreClosed
 from gateway_plugins.vector_stores.edge import QdrantEdgeConfig, QdrantEdgeStore, directory_name
@@ -263,3 +263,28 @@ async def test_numpy_arrays_are_accepted_as_vectors(fast_tmp_path: Path) -> None
             await store.upsert("c", [VectorPoint(point_id, np.ones((2, 2)))])
     finally:
         await store.close()
+
+
+async def test_damaged_vector_files_make_the_collection_unavailable_naming_it(fast_tmp_path: Path) -> None:
+    """A truncated vector file (a crash mid-write, a disk fault): the engine opens the shard and fails each read;
+    callers get a retryable outage naming the collection's directory, not an internal error."""
+    store = QdrantEdgeStore(fast_tmp_path)
+    try:
+        await store.ensure_collection(COLLECTION, dimension=DIM, indexed_fields={})
+        await store.upsert(COLLECTION, random_points(20, DIM))
+    finally:
+        await store.close()
+    directory = fast_tmp_path / "collections" / directory_name(COLLECTION)
+    damaged = list(directory.glob("shard/segments/*/vector_storage/vectors/chunk_0.mmap"))
+    assert damaged
+    for path in damaged:
+        path.write_bytes(b"")
+    store = QdrantEdgeStore(fast_tmp_path)
+    try:
+        await store.ensure_collection(COLLECTION, dimension=DIM, indexed_fields={})
+        with pytest.raises(ProviderUnavailable) as failed:
+            await store.query(COLLECTION, [1.0] * DIM, limit=3)
+    finally:
+        await store.close()
+    assert failed.value.provider == "vector_store/qdrant-edge"
+    assert str(directory) in failed.value.reason and "gateway reindex" in failed.value.reason
