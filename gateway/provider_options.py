@@ -41,5 +41,5 @@ def provider_options_check(registry: Registry, config_dir: Path) -> Callable[[st
 
 
 def _error_line(error: Any) -> str:
-    where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg']}" if where else str(error["msg"])
+    where, message = ".".join(str(part) for part in error["loc"]), str(error["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message

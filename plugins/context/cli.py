@@ -1,16 +1,23 @@
-"""``gateway context index PATH``: index a directory with a progress bar (adds a ``file`` connector if needed)."""
+"""``gateway context index PATH``: index a directory with a progress bar (adds a ``file`` connector if needed).
+
+It prints what the job changed (files indexed, unchanged, removed), what the index then holds, what was skipped
+and every error, and exits 1 when the job did not complete or a connector failed."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
 
 from gateway.api import ToolError
+
+if TYPE_CHECKING:
+    from gateway_plugins.context.indexer import IndexOutcome
+    from gateway_plugins.context.models import ConnectorInfo
 
 __all__ = ["register"]
 
@@ -32,7 +39,7 @@ def register(cli: Any) -> None:
         env = ctx.find_root().obj if ctx.obj is None else ctx.obj
         root = path.resolve()
 
-        async def main() -> str:
+        async def main() -> tuple[str, bool]:
             from gateway_plugins.context.service import DEFAULT_TENANT
 
             async with env.running_pack("context") as pack:
@@ -49,6 +56,7 @@ def register(cli: Any) -> None:
                 started = await service.start_indexing(DEFAULT_TENANT, [connector_id], force=force)
                 job = started.current_job
                 assert job is not None
+                handle = service.jobs.running_here(job.id)  # the job runs in this process: it tells what it did
                 with tqdm(desc=connector_id, unit="file", file=sys.stderr) as bar:
                     while True:
                         row = await service.repo.get_job(service.store, job.id)
@@ -60,20 +68,39 @@ def register(cli: Any) -> None:
                             break
                         await asyncio.sleep(0.2)
                 mine = await service.get_connector(DEFAULT_TENANT, connector_id)
-                skipped = ", ".join(f"{n} {r}" for r, n in mine.stats.skipped.items()) or "none"
-                return (
-                    f"{connector_id}: job {row['status']}; {mine.stats.documents_indexed} files, "
-                    f"{mine.stats.chunks} chunks indexed; skipped: {skipped}"
-                    + (f"; errors: {row['error']}" if row["error"] else "")
-                )
+                outcome = handle.outcomes.get(connector_id) if handle is not None else None
+                return _summary(connector_id, row, mine, outcome), row["status"] == "completed" and not row["error"]
 
         try:
-            click.echo(anyio.run(main))
+            summary, succeeded = anyio.run(main)
         except ToolError as exc:
             raise click.ClickException(f"{exc.code}: {exc.message}") from None
         except KeyboardInterrupt:
             click.echo("interrupted; run the same command again to resume", err=True)
             sys.exit(130)
+        click.echo(summary)
+        if not succeeded:
+            sys.exit(1)
+
+
+def _summary(connector_id: str, job: dict[str, Any], connector: ConnectorInfo, outcome: IndexOutcome | None) -> str:
+    """What the job changed, what the index now holds, what was skipped, and every error the run met."""
+    stats = connector.stats
+    done = (
+        f"{outcome.indexed} indexed (new or changed), {outcome.unchanged} unchanged, {outcome.removed} removed"
+        if outcome is not None
+        else "nothing indexed"
+    )
+    skipped = ", ".join(f"{n} {r}" for r, n in stats.skipped.items()) or "none"
+    text = (
+        f"{connector_id}: job {job['status']}; {done}; the index holds {stats.documents_indexed} files, "
+        f"{stats.chunks} chunks; skipped: {skipped}"
+    )
+    if stats.last_error and stats.last_error not in (job["error"] or ""):
+        text += f"; errors: {stats.last_error}"
+    if job["error"]:
+        text += f"; failed: {job['error']}"
+    return text
 
 
 def _same_root(configured: str, root: Path) -> bool:

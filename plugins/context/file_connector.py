@@ -2,10 +2,12 @@
 
 What is offered: every regular file under ``root`` except hidden ones (``.git``, ``.env``...), those the
 ``.gitignore`` files (at any depth, plus ``.git/info/exclude``) or ``exclude`` patterns ignore, binaries (a NUL byte
-or invalid UTF-8 in the first 8 KiB) and files over ``max_file_bytes``. Symbolic links are never followed out of the
-root: a link to a file inside it is offered under the link's path, one leading outside is skipped, and linked
-directories are not descended (no loops). ``scan`` reports every skip with its reason. ``read`` applies the same
-rules to one path, and refuses ``..``, absolute paths and links out of the root.
+or invalid UTF-8 in the first 8 KiB: a text file with a stray byte further on is read with U+FFFD in its place) and
+files over ``max_file_bytes``. Symbolic links are never followed out of the root: a link to a file inside it is
+offered under the link's path when that file would be offered under its own (a link cannot expose a hidden, ignored
+or excluded file); one leading outside, to a directory (not descended: no loops), into a loop or to nothing is
+skipped. ``scan`` reports every skip with its reason. ``read`` applies the same rules to one path, and refuses
+``..``, absolute paths, links out of the root and paths through a linked directory.
 """
 
 from __future__ import annotations
@@ -13,13 +15,11 @@ from __future__ import annotations
 import mimetypes
 import os
 import posixpath
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pathspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from gateway.api import (
@@ -35,10 +35,10 @@ from gateway.api import (
     ToolError,
     ValidationFailed,
 )
+from gateway_plugins.context.file_rules import SNIFF_BYTES, IgnoreRules, is_binary, load_ignore_rules
 
 __all__ = ["FileConnector", "FileConnectorConfig", "safe_relative_path"]
 
-_SNIFF_BYTES = 8192
 _MIME_OVERRIDES = {
     ".py": "text/x-python",
     ".md": "text/markdown",
@@ -109,33 +109,6 @@ def safe_relative_path(path: str) -> str:
     return "/".join(parts)
 
 
-@dataclass
-class _IgnoreRules:
-    """gitignore specs by the directory (root-relative, '' for the root) whose .gitignore they came from."""
-
-    specs: dict[str, pathspec.PathSpec]
-    veto: pathspec.PathSpec | None = None
-    """The connector's own ``exclude`` patterns: what they match is skipped whatever a .gitignore re-includes."""
-
-    def __post_init__(self) -> None:
-        self._deepest_first = sorted(self.specs.items(), key=lambda item: -len(item[0].split("/")) if item[0] else 0)
-
-    def ignored(self, rel: str, is_dir: bool) -> bool:
-        """As git decides: the deepest .gitignore with a pattern matching ``rel`` rules, and in that file its last
-        matching pattern (so a ``!keep.py`` below re-includes what a parent directory's ``*.py`` ignores). The
-        operator's ``exclude`` comes first: a repository's own files cannot re-include what it names."""
-        if self.veto is not None and self.veto.match_file(rel + "/" if is_dir else rel):
-            return True
-        for base, spec in self._deepest_first:
-            if base and not (rel == base or rel.startswith(base + "/")):
-                continue
-            sub = rel[len(base) + 1 :] if base else rel
-            decision = spec.check_file(sub + "/" if is_dir else sub).include
-            if decision is not None:
-                return decision
-        return False
-
-
 class FileConnector:
     """A local directory as a connector (see the module docstring)."""
 
@@ -144,42 +117,41 @@ class FileConnector:
     def __init__(self, config: FileConnectorConfig) -> None:
         self.config = config
         self.root = config.root.resolve()
-        self._rules: _IgnoreRules | None = None
+        self._rules: IgnoreRules | None = None
         self._repo: Any = None
         self._repo_checked = False
 
     # -- rules -------------------------------------------------------------------------------------------------
 
-    def _load_rules(self) -> _IgnoreRules:
-        lines_by_dir: dict[str, list[str]] = {"": []}
-        if self.config.respect_gitignore:
-            lines_by_dir[""] += _read_lines(self.root / ".git" / "info" / "exclude")
-            for directory, dirnames, filenames in os.walk(self.root):
-                dirnames[:] = [d for d in dirnames if d != ".git"]
-                if ".gitignore" in filenames:
-                    rel = os.path.relpath(directory, self.root).replace(os.sep, "/")
-                    key = "" if rel == "." else rel
-                    lines_by_dir.setdefault(key, []).extend(_read_lines(Path(directory) / ".gitignore"))
-        return _IgnoreRules(
-            {key: pathspec.GitIgnoreSpec.from_lines(lines) for key, lines in lines_by_dir.items() if lines},
-            pathspec.GitIgnoreSpec.from_lines(self.config.exclude) if self.config.exclude else None,
+    def _load_rules(self) -> IgnoreRules:
+        return load_ignore_rules(
+            self.root, respect_gitignore=self.config.respect_gitignore, exclude=self.config.exclude
         )
 
-    def _classify(self, rel: str, full: Path, rules: _IgnoreRules) -> SkipReason | None:
-        """Why ``rel`` is not offered, or None."""
+    def _named_out(self, rel: str, rules: IgnoreRules) -> SkipReason | None:
+        """Why the name ``rel`` (or a directory on its way) is not offered, or None."""
         parts = rel.split("/")
         if ".git" in parts or (not self.config.include_hidden and any(p.startswith(".") for p in parts)):
             return "hidden"
-        if os.path.islink(full):
-            target = os.path.realpath(full)
-            if not (target == str(self.root) or target.startswith(str(self.root) + os.sep)):
-                return "symlink"
-        # every ancestor directory, then the file itself
-        for i in range(1, len(parts)):
-            if rules.ignored("/".join(parts[:i]), True):
-                return "ignored"
-        if rules.ignored(rel, False):
-            return "ignored"
+        return "ignored" if rules.ignored_on_the_way(rel) else None
+
+    def _link_out(self, full: Path, rules: IgnoreRules) -> SkipReason | None:
+        """Why the symbolic link ``full`` is not offered: it leads out of the root, to a directory, into a loop or to
+        nothing (``symlink``), or to a file not offered under its own name (that file's reason). None if offered."""
+        if not full.is_file():  # False, not an error, for a loop (ELOOP) or a dangling link
+            return "symlink"
+        target = Path(os.path.realpath(full))
+        if self.root not in target.parents:
+            return "symlink"
+        return self._named_out(target.relative_to(self.root).as_posix(), rules)
+
+    def _classify(self, rel: str, full: Path, rules: IgnoreRules) -> SkipReason | None:
+        """Why ``rel`` is not offered, or None."""
+        reason = self._named_out(rel, rules)
+        if reason is None and os.path.islink(full):
+            reason = self._link_out(full, rules)
+        if reason is not None:
+            return reason
         try:
             stat = full.stat()
         except OSError:
@@ -188,10 +160,10 @@ class FileConnector:
             return "too_large"
         try:
             with open(full, "rb") as handle:
-                head = handle.read(_SNIFF_BYTES)
+                head = handle.read(SNIFF_BYTES)
         except OSError:
             return "unreadable"
-        if _binary(head):
+        if is_binary(head):
             return "binary"
         return None
 
@@ -231,16 +203,18 @@ class FileConnector:
                     else:
                         stack.append(full)
                     continue
-                if entry.is_symlink() and entry.is_dir():
-                    skipped.append(SkippedDocument(rel + "/", "symlink"))
-                    continue
-                if not entry.is_file():
-                    continue
+                link = entry.is_symlink()
+                if not link and not entry.is_file(follow_symlinks=False):
+                    continue  # a socket, a FIFO, a device
                 reason = self._classify(rel, full, rules)
+                if reason is None:
+                    try:
+                        stat = full.stat()
+                    except OSError:  # gone since it was classified
+                        reason = "unreadable"
                 if reason is not None:
-                    skipped.append(SkippedDocument(rel, reason))
+                    skipped.append(SkippedDocument(rel + "/" if link and os.path.isdir(full) else rel, reason))
                     continue
-                stat = full.stat()
                 documents.append(SourceDocument(rel, stat.st_size, datetime.fromtimestamp(stat.st_mtime, UTC), "file"))
         return ScanResult(documents=documents, skipped=skipped)
 
@@ -258,21 +232,28 @@ class FileConnector:
         return await anyio.to_thread.run_sync(self._read, rel, full)
 
     def _read(self, rel: str, full: Path) -> DocumentContent:
-        if not full.exists():
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            if os.path.islink(self.root.joinpath(*parts[:i])):
+                raise Forbidden(
+                    f"{rel!r} is reached through the symbolic link {'/'.join(parts[:i])!r}: linked directories are "
+                    "not descended, so nothing under them is indexed or served (use the path of the real directory)",
+                    details={"field": "path", "reason": "symlink"},
+                )
+        link = os.path.islink(full)
+        if not link and not full.exists():
             raise NotFound(f"no file {rel!r} under the indexed root", details={"field": "path"})
-        if full.is_dir():
+        if not link and full.is_dir():
             raise Forbidden(f"{rel!r} is a directory", details={"field": "path", "reason": "directory"})
         rules = self._rules or self._load_rules()
         reason = self._classify(rel, full, rules)
         if reason is not None:
+            why = f": it is a symbolic link {_leads_to(full)}" if link else ""
             raise Forbidden(
-                f"{rel!r} is not offered by this connector ({reason})", details={"field": "path", "reason": reason}
+                f"{rel!r} is not offered by this connector ({reason}){why}", details={"field": "path", "reason": reason}
             )
-        data = full.read_bytes()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise Forbidden(f"{rel!r} is binary", details={"field": "path", "reason": "binary"}) from None
+        # the head passed the sniff: a stray byte further on reads as U+FFFD, as in editors and ripgrep
+        text = full.read_bytes().decode("utf-8", errors="replace")
         suffix = posixpath.splitext(rel)[1].lower()
         mime = _MIME_OVERRIDES.get(suffix) or mimetypes.guess_type(rel)[0] or "text/plain"
         modified = datetime.fromtimestamp(full.stat().st_mtime, UTC)
@@ -345,23 +326,13 @@ def _changed_path(change: Any) -> str:
     return ""
 
 
-def _binary(head: bytes) -> bool:
-    """``head`` (a file's first bytes, up to the sniff window) holds a NUL or is not UTF-8."""
-    if b"\0" in head:
-        return True
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        cut_by_window = len(head) == _SNIFF_BYTES and exc.start >= len(head) - 4
-        return not cut_by_window  # a multi-byte character the window cut is fine; a whole file's end is not
-    return False
-
-
-def _read_lines(path: Path) -> list[str]:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
+def _leads_to(link: Path) -> str:
+    """Where a refused symbolic link leads, in words."""
+    if os.path.isdir(link):
+        return "to a directory (linked directories are not descended)"
+    if not os.path.exists(link):
+        return "to nothing, or into a loop"
+    return "to a file this connector does not offer"
 
 
 def file_connector_factory(context: ProviderContext) -> FileConnector:

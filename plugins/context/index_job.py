@@ -75,7 +75,8 @@ async def run_index_job(
         except Exception as exc:
             await _record_failure(service, row, exc, failed)
             continue
-        skipped = Counter(s.reason for s in scan.skipped) if scan is not None else Counter()
+        handle.outcomes[row["public_id"]] = outcome
+        skipped = Counter(s.reason for s in [*scan.skipped, *outcome.skipped]) if scan is not None else Counter()
         if scan is not None and not scan.documents:  # an empty index must never be a mystery
             outcome.failed.insert(0, f"no document to index ({_why_empty(scan)})")
         await repo.update_connector(

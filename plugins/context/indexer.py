@@ -12,11 +12,10 @@ those. Chunking runs on a worker thread; embedding goes through the gateway's em
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
+from typing import Any, get_args
 
 import anyio
 import structlog
@@ -27,34 +26,20 @@ from gateway.api import (
     Connector,
     EmbeddingService,
     RelationalStore,
+    SkippedDocument,
+    SkipReason,
     SourceDocument,
     ToolError,
     VectorPoint,
 )
-from gateway_plugins.context.chunking import chunk_file, language_of
 from gateway_plugins.context.documents import prepare_changed
-from gateway_plugins.context.paths import is_secondary
+from gateway_plugins.context.file_versions import PreparedFile, prepare_file
 from gateway_plugins.context.repository import Repository
-from gateway_plugins.context.tokens import tokenize
 from gateway_plugins.context.vectors import ChunkVectors
 
 log = structlog.get_logger(__name__)
 
 __all__ = ["IndexOutcome", "Indexer", "PreparedFile", "document_hash"]
-
-
-@dataclass
-class PreparedFile:
-    """A file version ready to write: its row, its chunk rows and the texts to embed."""
-
-    document: SourceDocument
-    file_row: dict[str, Any]
-    chunk_rows: list[dict[str, Any]]
-    texts: list[str]
-    replaces: str | None
-    document_row: dict[str, Any] | None = None
-    """A hosted document's facts (title, URL, state), stored beside it."""
-    link_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -65,62 +50,12 @@ class IndexOutcome:
     removed: int = 0
     failed: list[str] = field(default_factory=list)
     stopped: bool = False
+    skipped: list[SkippedDocument] = field(default_factory=list)
+    """Offered by the scan, refused by the read (changed in between): left out, any stored version removed."""
 
 
 Progress = Callable[[int, str | None], Awaitable[None]]
 """``progress(documents done in this connector, current path)``; raising stops the run."""
-
-
-def _prepare(
-    connector_id: str,
-    document: SourceDocument,
-    text: str,
-    content_hash: str,
-    replaces: str | None,
-    max_embed_chars: int,
-    embed_all: bool,
-) -> PreparedFile:
-    chunked = chunk_file(document.path, text)
-    file_id = str(uuid.uuid4())
-    path_tokens = tokenize(document.path)
-    chunk_rows: list[dict[str, Any]] = []
-    texts: list[str] = []
-    embed = embed_all or not is_secondary(document.path)
-    for ordinal, chunk in enumerate(chunked.chunks):
-        chunk_rows.append(
-            {
-                "id": str(uuid.uuid4()),
-                "file_id": file_id,
-                "ordinal": ordinal,
-                "kind": chunk.kind,
-                "symbol": chunk.symbol,
-                "start_line": chunk.start_line,
-                "end_line": chunk.end_line,
-                "content": chunk.content,
-                "tokens": " ".join(tokenize(chunk.content) + path_tokens),
-                "strings": list(chunk.strings[:50]),
-            }
-        )
-        if embed:
-            header = f"{document.path} {chunk.symbol or ''}".strip()
-            texts.append(f"{header}\n{chunk.content}"[:max_embed_chars])
-    now = datetime.now(UTC)
-    file_row = {
-        "id": file_id,
-        "connector_id": connector_id,
-        "path": document.path,
-        "content_hash": content_hash,
-        "size": document.size,
-        "language": language_of(document.path),
-        "source_type": document.source_type,
-        "last_modified": document.last_modified,
-        "imports": "\n".join(chunked.imports),
-        "chunk_count": len(chunk_rows),
-        "embedded": "",
-        "seq": 0,
-        "indexed_at": now,
-    }
-    return PreparedFile(document, file_row, chunk_rows, texts, replaces)
 
 
 class Indexer:
@@ -167,14 +102,7 @@ class Indexer:
         outcome = IndexOutcome(documents=len(documents))
         states = await self.repo.file_states(self.store, connector_id)
         present = {d.path for d in documents}
-        gone = [state["id"] for path, state in states.items() if path not in present]
-        if gone:
-            async with self.store.transaction() as tx:
-                removed_chunks = await self.repo.remove_files(tx, gone)
-            await self.vectors.delete_everywhere(removed_chunks)
-            for file_id in gone:
-                self.on_removed(file_id)
-            outcome.removed = len(gone)
+        outcome.removed = await self._remove([state["id"] for path, state in states.items() if path not in present])
         wanted = " ".join(self.embedder_ids())
         full = await self._stored_rows(connector_id) if not force else {}
         pending: list[PreparedFile] = []
@@ -201,6 +129,11 @@ class Indexer:
                 content = await connector.read(document.path)
             except ToolError as exc:
                 outcome.failed.append(f"{document.path}: {exc.message}")
+                reason = (exc.details or {}).get("reason")
+                reason = reason if reason in get_args(SkipReason) else "unreadable"
+                outcome.skipped.append(SkippedDocument(document.path, reason))
+                if state is not None:  # the stored version is not what the source holds now: never serve it stale
+                    outcome.removed += await self._remove([state["id"]])
                 done += 1
                 continue
             digest = hashlib.sha256(content.text.encode("utf-8")).hexdigest()
@@ -210,7 +143,7 @@ class Indexer:
                 await progress(done, document.path)
                 continue
             prepared = await anyio.to_thread.run_sync(
-                _prepare,
+                prepare_file,
                 connector_id,
                 document,
                 content.text,
@@ -219,6 +152,7 @@ class Indexer:
                 self.max_embed_chars,
                 self.embed_all,
             )
+            prepared.same_content = state is not None and state["content_hash"] == digest
             pending.append(prepared)
             pending_chunks += len(prepared.chunk_rows)
             if pending_chunks >= self.embed_batch:
@@ -238,14 +172,9 @@ class Indexer:
         for document in page.documents:
             latest[document.path] = document  # a page may offer a document twice: the later version wins
         states = await self.repo.file_states(self.store, connector_id, [*latest, *page.deleted])
-        gone = [states[path]["id"] for path in page.deleted if path in states and path not in latest]
-        if gone:
-            async with self.store.transaction() as tx:
-                removed_chunks = await self.repo.remove_files(tx, gone)
-            await self.vectors.delete_everywhere(removed_chunks)
-            for file_id in gone:
-                self.on_removed(file_id)
-            outcome.removed += len(gone)
+        outcome.removed += await self._remove(
+            [states[path]["id"] for path in page.deleted if path in states and path not in latest]
+        )
         wanted = " ".join(self.embedder_ids())
         pending: list[PreparedFile] = []
         pending_chunks = 0
@@ -262,7 +191,8 @@ class Indexer:
                 prepare_changed, connector_id, document, digest, self.max_embed_chars
             )
             replaces = state["id"] if state else None
-            pending.append(PreparedFile(source, file_row, chunk_rows, texts, replaces, document_row, link_rows))
+            same = state is not None and state["content_hash"] == digest
+            pending.append(PreparedFile(source, file_row, chunk_rows, texts, replaces, document_row, link_rows, same))
             pending_chunks += len(chunk_rows)
             if pending_chunks >= self.embed_batch:
                 await self._flush(pending, outcome)
@@ -279,14 +209,16 @@ class Indexer:
             "SELECT id FROM ctx_files WHERE connector_id = :c AND indexed_at < :since",
             {"c": connector_id, "since": since},
         )
-        if not rows:
-            return 0
-        gone = [row["id"] for row in rows]
-        async with self.store.transaction() as tx:
-            removed_chunks = await self.repo.remove_files(tx, gone)
-        await self.vectors.delete_everywhere(removed_chunks)
-        for file_id in gone:
-            self.on_removed(file_id)
+        return await self._remove([row["id"] for row in rows])
+
+    async def _remove(self, gone: list[str]) -> int:
+        """Remove stored file versions (rows, vectors, search index); returns how many."""
+        if gone:
+            async with self.store.transaction() as tx:
+                removed_chunks = await self.repo.remove_files(tx, gone)
+            await self.vectors.delete_everywhere(removed_chunks)
+            for file_id in gone:
+                self.on_removed(file_id)
         return len(gone)
 
     async def _stored_rows(self, connector_id: str) -> dict[str, dict[str, Any]]:
@@ -296,41 +228,61 @@ class Indexer:
         return {row["path"]: row for row in rows}
 
     async def _flush(self, batch: list[PreparedFile], outcome: IndexOutcome) -> int:
-        """Write a batch of files, then embed them and write their vectors.
+        """Write a batch of files, embed them, store their vectors; the replaced versions' vectors go last.
 
-        Each file is searchable lexically as soon as its rows are written; it is marked embedded (complete for an
-        embedder) only after its vectors are stored, so a crash in between leaves a file the next run re-embeds.
-        Tests, examples and prose are left to lexical search unless ``embed_all``."""
-        for prepared in batch:
-            async with self.store.transaction() as tx:
-                replaced = await self.repo.write_file(
-                    tx,
-                    prepared.file_row,
-                    prepared.chunk_rows,
-                    prepared.replaces,
-                    document_row=prepared.document_row,
-                    link_rows=prepared.link_rows,
-                )
-            await self.vectors.delete_everywhere(replaced)
-            if prepared.replaces:
-                self.on_removed(prepared.replaces)
-            self.on_written(prepared.file_row, prepared.chunk_rows)
-            outcome.indexed += 1
-        await self._embed(batch)
+        A new or changed file is searchable lexically once its rows are written, before it is embedded; one of
+        unchanged content (a forced re-index) only once its vectors are computed, so that if the embedders fail its
+        stored version keeps answering, vectors and all. A file is marked embedded only after its vectors are
+        stored: a crash in between leaves a file the next run re-embeds. Tests, examples and prose are left to
+        lexical search unless ``embed_all``."""
+        hold = self.embeddings is not None
+        replaced: list[str] = []
+        try:
+            for prepared in batch:
+                if not (hold and prepared.same_content):
+                    replaced += await self._write(prepared, outcome)
+            computed = await self._compute(batch)
+            for prepared in batch:
+                if hold and prepared.same_content:
+                    replaced += await self._write(prepared, outcome)
+            await self._store_vectors(batch, *computed)
+        except Exception:
+            await self.vectors.delete_everywhere(replaced)  # their chunks are gone: nothing would find them
+            raise
+        await self.vectors.delete_everywhere(replaced)
         return len(batch)
 
-    async def _embed(self, batch: list[PreparedFile]) -> None:
-        """Embed a batch of written files and store their vectors; each file is marked embedded after its own."""
+    async def _write(self, prepared: PreparedFile, outcome: IndexOutcome) -> list[str]:
+        """Store a file version's rows in place of the one it replaces; returns the replaced chunk ids."""
+        async with self.store.transaction() as tx:
+            replaced = await self.repo.write_file(
+                tx,
+                prepared.file_row,
+                prepared.chunk_rows,
+                prepared.replaces,
+                document_row=prepared.document_row,
+                link_rows=prepared.link_rows,
+            )
+        if prepared.replaces:
+            self.on_removed(prepared.replaces)
+        self.on_written(prepared.file_row, prepared.chunk_rows)
+        outcome.indexed += 1
+        return replaced
+
+    async def _compute(self, batch: list[PreparedFile]) -> tuple[dict[str, list[list[float]]], list[str]]:
+        """The vectors of a batch's texts by embedder id, and the embedders that served."""
+        if self.embeddings is None:
+            return {}, []
+        texts = [text for prepared in batch for text in prepared.texts]
+        if not texts:
+            return {}, self.embedder_ids()
+        result = await self.embeddings().embed_documents(texts)
+        return dict(result.vectors), sorted(result.vectors)
+
+    async def _store_vectors(self, batch: list[PreparedFile], vectors: dict[str, Any], served: list[str]) -> None:
+        """Store a batch's vectors (from :meth:`_compute`); each file is marked embedded after its own."""
         if self.embeddings is None:
             return
-        texts = [text for prepared in batch for text in prepared.texts]
-        vectors: dict[str, list[list[float]]] = {}
-        if texts:
-            result = await self.embeddings().embed_documents(texts)
-            vectors = dict(result.vectors)
-            served = sorted(vectors)
-        else:
-            served = self.embedder_ids()
         embedders = {e.id: e for e in self.embeddings().embedders}
         offset = 0
         for prepared in batch:
@@ -367,7 +319,7 @@ class Indexer:
                 source = SourceDocument(row["path"], row["size"], row["last_modified"], row["source_type"])
                 texts = [f"{row['title']}\n{c['content']}"[: self.max_embed_chars] for c in own]
                 batch.append(PreparedFile(source, {"id": row["id"], "connector_id": connector_id}, own, texts, None))
-            await self._embed(batch)
+            await self._store_vectors(batch, *await self._compute(batch))
         return len(rows)
 
 

@@ -16,14 +16,17 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from gateway.api import RelationalStore
 from gateway_plugins.context.repository import Repository
+
+if TYPE_CHECKING:
+    from gateway_plugins.context.indexer import IndexOutcome
 
 log = structlog.get_logger(__name__)
 
@@ -45,6 +48,10 @@ class JobHandle:
     stop_requested: bool = False
     error: str | None = None
     """Set by a job that completes with some connectors failed (each one's own error is on its row)."""
+    stop_reason: str | None = None
+    """Why the job was stopped when nobody asked it to (its process is exiting), recorded with its status."""
+    outcomes: dict[str, IndexOutcome] = field(default_factory=dict)
+    """What the job did to each connector it indexed (by the id its tenant knows), in the process that ran it."""
     _saved_at: float = 0.0
 
     async def report(self, *, force: bool = False) -> None:
@@ -182,8 +189,11 @@ class JobRunner:
 
     async def _finish(self, handle: JobHandle, status: str, error: str | None) -> None:
         await handle.report(force=True)
+        reasons = [r for r in (error or handle.error, handle.stop_reason if status != "completed" else None) if r]
         await self.repo.update_job(
-            self.store, handle.id, {"status": status, "finished_at": datetime.now(UTC), "error": error or handle.error}
+            self.store,
+            handle.id,
+            {"status": status, "finished_at": datetime.now(UTC), "error": "; ".join(reasons) or None},
         )
 
     async def stop(self, job_id: str) -> None:
@@ -202,9 +212,15 @@ class JobRunner:
             await asyncio.shield(local[0])
 
     async def aclose(self, *, grace_seconds: float = 10.0) -> None:
-        """Stop every local job gracefully (they finish their current file); cancel what does not stop in time."""
+        """Stop every local job gracefully (they finish their current file); cancel what does not stop in time.
+        Each such job records why it stopped: a one-shot process (``gateway call``) that started one exits at once."""
         for task, handle in list(self._tasks.values()):
             handle.stop_requested = True
+            handle.stop_reason = (
+                "stopped: the process running it exited before it finished; start it from a gateway that keeps "
+                "running (gateway serve), or run gateway context index PATH, which waits for it; the next start "
+                "resumes where it stopped"
+            )
             try:
                 await asyncio.wait_for(asyncio.shield(task), grace_seconds)
             except (TimeoutError, asyncio.CancelledError):

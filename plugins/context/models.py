@@ -99,9 +99,17 @@ class QueryMetadata(BaseModel):
     execution_time_ms: int
     sources_searched: int
     chunks_searched: int
-    embedder: str | None = Field(None, description="The embedder that served the dense part (None: lexical only)")
+    embedder: str | None = Field(
+        None,
+        description="The embedder whose vectors served the dense part; None: lexical only (dense off or down, or "
+        "the embedder has no vectors of these sources: note says)",
+    )
     index_status: Literal["ready", "indexing", "empty", "no_connectors"]
-    note: str | None = Field(None, description="Why there may be nothing to find (not indexed yet, still indexing)")
+    note: str | None = Field(
+        None,
+        description="Why there may be nothing to find (not indexed yet, still indexing), or what the search left "
+        "out (an active_file under no connector's root, dense vectors missing or unavailable)",
+    )
 
 
 class SearchOutput(BaseModel):

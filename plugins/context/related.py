@@ -14,10 +14,10 @@ from collections import Counter
 from typing import Any
 
 from gateway.api import Connector, NotFound, ValidationFailed
-from gateway_plugins.context.file_connector import safe_relative_path
 from gateway_plugins.context.links import LinkedDocuments, linked_documents
 from gateway_plugins.context.models import AuthorStat, Commit, RelatedInput, RelatedOutput
 from gateway_plugins.context.refs import normalise, ticket_ids
+from gateway_plugins.context.search import connector_paths
 from gateway_plugins.context.service import ContextService
 
 __all__ = ["related_info"]
@@ -42,18 +42,23 @@ async def related_info(service: ContextService, tenant: str, args: RelatedInput)
 
 async def _for_file(service: ContextService, tenant: str, raw_path: str) -> RelatedOutput:
     assert service.connectors is not None and service.live is not None and service.ranker is not None
-    try:
-        path = safe_relative_path(raw_path)
-    except ValidationFailed as exc:
+    rows = await service.repo.list_connectors(service.store, tenant)
+    paths = connector_paths(raw_path, rows, "file_path")
+    if paths is None:
+        message = (
+            "an absolute path must lie under the root of one of your connectors; give it relative to the "
+            "repository root, or add its repository with context.connector_management"
+        )
         raise ValidationFailed(
-            f"file_path: {exc.message}", details={"errors": [{"field": "file_path", "message": exc.message}]}
-        ) from None
+            f"file_path: {raw_path[:200]!r} is under no connector's root: {message}",
+            details={"errors": [{"field": "file_path", "message": message}]},
+        )
     index = service.live.index
     await service.live.catch_up(max_age=service.config.refresh_seconds)
-    rows = await service.repo.list_connectors(service.store, tenant)
     for row in rows:
-        file_row = index.file_by_path.get((row["id"], path))
-        if file_row is None:
+        path = paths.get(row["id"])
+        file_row = index.file_by_path.get((row["id"], path)) if path is not None else None
+        if path is None or file_row is None:
             continue
         connector: Connector = await service.connectors.instance(row)
         history = await connector.history(path, limit=service.config.history_limit)
@@ -91,6 +96,7 @@ async def _for_file(service: ContextService, tenant: str, raw_path: str) -> Rela
             symbols=list(dict.fromkeys(symbols))[:100],
             **_shown(linked, {c["id"]: c["public_id"] for c in rows}),
         )
+    path = next(iter(paths.values()), raw_path)
     raise NotFound(
         f"{path!r} is not indexed by any of your connectors (add its repository with context.connector_management "
         "and run context.index_control start)",

@@ -3,7 +3,8 @@
 ``resources/list`` pages through every indexed file of the caller's connectors; reading a directory URI
 (``engine://files/src/``, or ``engine://files/`` for the top) returns its entries as JSON; reading a file returns
 its text with its MIME type. Files are read through their connector, which refuses ``..``, absolute paths, links out
-of the root and binaries. When several connectors hold the same path, the oldest connector's file is served.
+of the root, paths through a linked directory and binaries. When several connectors hold the same path, the oldest
+connector's file is served, and listed (once).
 Only file-shaped connectors are browsed: issues, tickets and threads of hosted connectors are found with
 ``context.search`` and ``context.get_related_info`` (their results carry the document's URL).
 """
@@ -48,7 +49,8 @@ async def file_connectors(service: ContextService, tenant: str) -> list[dict[str
 
 
 async def list_files(service: ContextService, cursor: str | None, ctx: CallContext) -> ResourcePage:
-    """One page of indexed files. The cursor is ``<connector number>|<last path>``."""
+    """One page of indexed files, each path once: under the oldest connector holding it (the one that serves it).
+    The cursor is ``<connector number>|<last path>``."""
     connectors = await file_connectors(service, tenant_of(ctx))
     number, after = 0, ""
     if cursor:
@@ -57,12 +59,18 @@ async def list_files(service: ContextService, cursor: str | None, ctx: CallConte
     size = service.config.resources_page
     entries: list[ResourceEntry] = []
     while number < len(connectors) and len(entries) < size:
-        rows = await service.repo.paths_under(service.store, connectors[number]["id"], "", after, size - len(entries))
-        for row in rows:
-            entries.append(
-                ResourceEntry(uri=uri_of(row["path"]), name=row["path"], size=row["size"], mime_type="text/plain")
-            )
-        if len(entries) < size:
+        wanted = size - len(entries)
+        rows = await service.repo.paths_under(service.store, connectors[number]["id"], "", after, wanted)
+        paths = [row["path"] for row in rows]
+        served: set[str] = set()  # the paths an older connector holds: read_path serves its copy
+        for older in connectors[:number] if paths else []:
+            served |= set(await service.repo.file_states(service.store, older["id"], paths))
+        entries += [
+            ResourceEntry(uri=uri_of(row["path"]), name=row["path"], size=row["size"], mime_type="text/plain")
+            for row in rows
+            if row["path"] not in served
+        ]
+        if len(rows) < wanted:
             number, after = number + 1, ""
         else:
             after = rows[-1]["path"]

@@ -6,8 +6,11 @@ both at once, the REST ``POST /search`` (:mod:`.pages`) ranks once and pages thr
 from __future__ import annotations
 
 import asyncio
+import posixpath
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,6 +21,7 @@ from gateway_plugins.context.file_connector import safe_relative_path
 from gateway_plugins.context.jobs import ACTIVE
 from gateway_plugins.context.links import work_context_boosts, work_ticket_ids
 from gateway_plugins.context.models import QueryMetadata, ResultMetadata, SearchInput, SearchOutput, SearchResult
+from gateway_plugins.context.paths import is_secondary
 from gateway_plugins.context.settings import search_settings
 
 if TYPE_CHECKING:
@@ -25,10 +29,13 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["Ranking", "format_results", "rank", "results_of", "search"]
+__all__ = ["Ranking", "connector_paths", "format_results", "rank", "results_of", "search"]
 
 DENSE_DOWN = "-"
 """Marks a search whose dense part failed (the embedders or the vector store): it answered lexically."""
+DENSE_MISSING = "?"
+"""Prefixes the id of an embedder that has no vectors of the searched chunks (the index was built with another
+embedder, or before collections were named by the exact id): the search answered lexically."""
 
 
 async def _dense(service: ContextService, query: str, connector_ids: list[str]) -> tuple[dict[int, float], str | None]:
@@ -43,11 +50,26 @@ async def _dense(service: ContextService, query: str, connector_ids: list[str]) 
         points = await service.vectors.query(
             embedded.embedder_id, embedded.vector, limit=service.config.dense_candidates, connector_ids=connector_ids
         )
+        if not points and await _lacks_vectors(service, embedded.embedder_id, connector_ids):
+            log.warning("context.search.dense_vectors_missing", embedder=embedded.embedder_id)
+            return {}, DENSE_MISSING + embedded.embedder_id
     except Exception as exc:  # documented fallback: a dense-side fault leaves the lexical and structural ranking
         log.warning("context.search.dense_unavailable", reason=f"{type(exc).__name__}: {exc}")
         return {}, DENSE_DOWN
     rows = service.live.index.row_by_chunk
     return {rows[p.id]: p.score for p in points if p.id in rows}, embedded.embedder_id
+
+
+async def _lacks_vectors(service: ContextService, embedder_id: str, connector_ids: list[str]) -> bool:
+    """Whether ``embedder_id`` has no vector at all for connectors whose index holds chunks it would embed."""
+    assert service.vectors is not None and service.live is not None
+    if await service.vectors.count(embedder_id, connector_ids):
+        return False
+    wanted, embed_all = set(connector_ids), service.config.embed_all
+    return any(
+        f.alive and f.rows and f.connector_id in wanted and (embed_all or not is_secondary(f.path))
+        for f in service.live.index.files
+    )
 
 
 @dataclass(frozen=True)
@@ -88,16 +110,14 @@ async def rank(
             modified_to=date_to.timestamp() if date_to else None,
         )
 
-    active_row = None
+    active_row: int | None = None
+    notes: list[str] = []
     if args.work_context and args.work_context.active_file:
-        try:
-            active = safe_relative_path(args.work_context.active_file)
-        except ValidationFailed as exc:
-            raise ValidationFailed(
-                f"work_context.active_file: {exc.message}",
-                details={"errors": [{"field": "work_context.active_file", "message": exc.message}]},
-            ) from None
-        for connector_id in connector_ids:
+        raw = args.work_context.active_file
+        paths = connector_paths(raw, connectors, "work_context.active_file")
+        if paths is None:
+            notes.append(f"work_context.active_file {_shown(raw)} is under no connector's root: it was not used")
+        for connector_id, active in (paths or {}).items():
             active_row = index.file_by_path.get((connector_id, active))
             if active_row is not None:
                 break
@@ -139,7 +159,15 @@ async def rank(
     status, note = await _index_status(service, tenant, connectors, indexed)
     if embedder == DENSE_DOWN:
         embedder = None
-        note = note or "semantic (dense) retrieval is unavailable right now; results come from lexical ranking only"
+        notes.append("semantic (dense) retrieval is unavailable right now; results come from lexical ranking only")
+    elif embedder is not None and embedder.startswith(DENSE_MISSING):
+        notes.append(
+            f"embedder {embedder[1:]!r} has no vectors of these sources (they were embedded by another embedder); "
+            "results come from lexical ranking only: gateway context index PATH --force (or context.index_control "
+            "force_reindex) re-embeds them"
+        )
+        embedder = None
+    note = "; ".join([note, *notes] if note else notes) or None
     metadata = QueryMetadata(
         execution_time_ms=int((time.perf_counter() - started) * 1000),
         sources_searched=len(connectors),
@@ -149,6 +177,42 @@ async def rank(
         note=note,
     )
     return Ranking(hits, metadata)
+
+
+def _shown(path: str) -> str:
+    return repr(path if len(path) <= 200 else f"{path[:200]}...")
+
+
+def connector_paths(raw: str, connectors: Sequence[dict[str, Any]], field: str) -> dict[str, str] | None:
+    """The root-relative path under which each connector (by internal id, in the given order) would hold ``raw``.
+
+    A relative path is the same for every connector. An absolute one (editors send them) counts for the connectors
+    whose ``root`` contains it, as written or with its symlinks resolved; ``None`` when no root does.
+    :class:`ValidationFailed` naming ``field`` for a relative path that climbs out with ``..``."""
+    text = raw.replace("\\", "/")
+    if not (text.startswith("/") or (len(text) > 1 and text[1] == ":")):
+        try:
+            relative = safe_relative_path(raw)
+        except ValidationFailed as exc:
+            raise ValidationFailed(
+                f"{field}: {exc.message}", details={"errors": [{"field": field, "message": exc.message}]}
+            ) from None
+        return {row["id"]: relative for row in connectors}
+    written = PurePosixPath(posixpath.normpath(text))
+    try:
+        resolved = PurePosixPath(Path(written).resolve().as_posix())
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte: compare it as written only
+        resolved = written
+    found: dict[str, str] = {}
+    for row in connectors:
+        root = (row.get("config") or {}).get("root")
+        if not isinstance(root, str) or not root:
+            continue  # a hosted source: its documents have no place on a disk
+        base = PurePosixPath(root)
+        inside = next((p for p in (written, resolved) if p != base and p.is_relative_to(base)), None)
+        if inside is not None:
+            found[row["id"]] = inside.relative_to(base).as_posix()
+    return found or None
 
 
 async def results_of(service: ContextService, tenant: str, hits: list[tuple[str, float]]) -> list[SearchResult]:

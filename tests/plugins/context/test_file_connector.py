@@ -205,3 +205,78 @@ async def test_a_repositorys_gitignore_cannot_re_include_what_the_operator_exclu
     result = await connector(root, exclude=["*.pem"]).scan()
     assert [d.path for d in result.documents] == ["app.py"]
     assert {s.path: s.reason for s in result.skipped}["certs/server.pem"] == "ignored"
+
+
+async def test_symlink_loops_and_dangling_links_are_skipped_and_counted_never_fatal(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "repo", {"app.py": "x = 1\n", "sub/a.py": "a = 1\n"})
+    (root / "selfloop").symlink_to("selfloop")
+    (root / "a").symlink_to("b")
+    (root / "b").symlink_to("a")
+    (root / "sub" / "deep").symlink_to("deep")
+    (root / "dangling.py").symlink_to("nonexistent.py")
+    (root / "loopdir").symlink_to("sub", target_is_directory=True)
+    instance = connector(root)
+    result = await instance.scan()
+    assert sorted(d.path for d in result.documents) == ["app.py", "sub/a.py"]
+    assert {s.path: s.reason for s in result.skipped} == {
+        "a": "symlink",
+        "b": "symlink",
+        "dangling.py": "symlink",
+        "loopdir/": "symlink",
+        "selfloop": "symlink",
+        "sub/deep": "symlink",
+    }
+    for path, words in (
+        ("selfloop", "into a loop"),
+        ("dangling.py", "to nothing"),
+        ("loopdir", "linked directories are not descended"),
+        ("loopdir/a.py", "reached through the symbolic link 'loopdir'"),
+        ("selfloop/x.py", "reached through the symbolic link 'selfloop'"),
+    ):
+        with pytest.raises(Forbidden) as caught:
+            await instance.read(path)
+        assert caught.value.details["reason"] == "symlink" and words in caught.value.message, path
+
+
+async def test_a_link_inside_the_root_cannot_expose_a_hidden_ignored_or_excluded_file(tmp_path: Path) -> None:
+    root = make_tree(
+        tmp_path / "repo",
+        {
+            ".gitignore": "build/\n",
+            ".env": "API_KEY=hunter2\n",
+            "build/gen.py": "GENERATED = 1\n",
+            "secrets/creds.py": "PASSWORD = 'hunter2'\n",
+            "secrets/sub/key.py": "KEY = 'hunter2'\n",
+            "docs/guide.md": "# Guide\n",
+        },
+    )
+    links = {
+        "docs/settings.txt": ("../.env", "hidden"),
+        "docs/gen.py": ("../build/gen.py", "ignored"),
+        "docs/creds.py": ("../secrets/creds.py", "ignored"),
+        "docs/key.py": ("../secrets/sub/key.py", "ignored"),  # an excluded directory on the way
+        "docs/alias.md": ("guide.md", None),  # a link to an offered file is offered under its own path
+    }
+    for link, (target, _) in links.items():
+        (root / link).symlink_to(target)
+    instance = connector(root, exclude=["secrets/"])
+    result = await instance.scan()
+    assert sorted(d.path for d in result.documents) == ["docs/alias.md", "docs/guide.md"]
+    reasons = {s.path: s.reason for s in result.skipped}
+    for link, (_, reason) in links.items():
+        if reason is None:
+            assert (await instance.read(link)).text == "# Guide\n"
+            continue
+        assert reasons[link] == reason, link
+        with pytest.raises(Forbidden) as caught:
+            await instance.read(link)
+        assert caught.value.details["reason"] == reason and "hunter2" not in caught.value.message, link
+
+
+async def test_a_stray_byte_after_the_sniff_window_is_text_for_scan_and_read_alike(tmp_path: Path) -> None:
+    data = b"x = 1\n" * 2000 + b"name = 'caf\xe9'\n"  # 12 KB: the invalid byte lies past the first 8 KiB
+    root = make_tree(tmp_path / "repo", {"late.py": data})
+    instance = connector(root)
+    assert [d.path for d in (await instance.scan()).documents] == ["late.py"]
+    text = (await instance.read("late.py")).text
+    assert text.endswith("name = 'caf\ufffd'\n") and len(text) == len(data)

@@ -48,6 +48,9 @@ async def test_bad_input_gets_a_structured_error_naming_the_field(repo: Path, da
         for top_k in (0, 500):
             error = await call_error(client, "context.search", {"query": "x", "top_k": top_k})
             assert error["code"] == "validation_error" and error["details"]["errors"][0]["field"] == "top_k"
+        for blank in ("", "   ", "\n\t"):
+            error = await call_error(client, "context.search", {"query": blank})
+            assert error["code"] == "validation_error" and error["details"]["errors"][0]["field"] == "query"
         error = await call_error(client, "context.index_control", {"action": "rebuild"})
         assert error["details"]["errors"][0]["field"] == "action"
         error = await call_error(client, "context.index_control", {"action": "stop"})
@@ -192,7 +195,7 @@ async def test_a_bad_declared_connector_stops_the_start_naming_the_key(tmp_path:
     with pytest.raises(ConfigError) as caught:
         async with running_gateway(config, data_dir):
             pass
-    assert "plugins.context.connectors[0]" in str(caught.value) and "does not exist" in str(caught.value)
+    assert "'plugins.context.connectors.0': root: " in str(caught.value) and "does not exist" in str(caught.value)
 
 
 async def test_an_empty_index_says_why(tmp_path: Path, data_dir: Path) -> None:

@@ -64,7 +64,9 @@ def test_search_answers_the_spec_body(api: Api) -> None:
         "VALIDATION_ERROR",
     )
     assert error["details"]["errors"][0]["field"] == "work_context.active_file"
-    envelope(api.call("POST", "/search", "admin", json={"query": ""}), 400, "VALIDATION_ERROR")
+    for blank in ("", "   "):
+        error = envelope(api.call("POST", "/search", "admin", json={"query": blank}), 400, "VALIDATION_ERROR")
+        assert error["details"]["errors"][0]["field"] == "query"
 
 
 def test_suggestions_complete_symbols_titles_and_paths(api: Api) -> None:
