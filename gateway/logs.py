@@ -8,6 +8,8 @@ gateway logs a line for every call, so this path is kept short.
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import functools
 import json
 import logging
@@ -167,6 +169,9 @@ def configure_logging(level: str = "info", *, redactor: Processor | None = None,
     """
     global _call_log
     stream = stream or sys.stderr
+    if not faulthandler.is_enabled():  # a fatal signal (SIGBUS in a native library...) still leaves its traceback
+        with contextlib.suppress(AttributeError, ValueError, OSError):  # a stream with no file descriptor
+            faulthandler.enable(file=stream)
     numeric = _LEVELS[level]
     _call_log = CallLog(stream, enabled=numeric <= logging.INFO, redactor=redactor)
     processors: list[Any] = [

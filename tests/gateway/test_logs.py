@@ -169,3 +169,15 @@ def test_lines_of_threads_logging_at_once_stay_whole_and_warnings_and_thread_dea
     assert "a library warns" in warned["event"] and warned["logger"] == "py.warnings"
     assert died["event"] == "a thread ended with an exception" and died["thread"] == "doomed"
     assert "RuntimeError: a worker died" in died["exception"]
+
+
+def test_a_fatal_signal_leaves_its_traceback_on_the_log_stream(tmp_path) -> None:
+    """A native library that faults (SIGBUS on a file system that cannot back a mapped file, say) kills the process
+    at once: the traceback of where it happened still reaches stderr."""
+    import subprocess
+    import sys
+
+    script = "import ctypes\nfrom gateway.logs import configure_logging\nconfigure_logging('info')\nctypes.string_at(0)\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0
+    assert "Fatal Python error: Segmentation fault" in done.stderr and "string_at" in done.stderr
