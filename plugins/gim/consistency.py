@@ -15,7 +15,8 @@ each collection the point ids are compared with those ``gim_vectors`` promises (
 second or two at 100k items); points without an active item are deleted (with any ``gim_vectors`` row left of
 that item), and rows whose points are gone are
 dropped from ``gim_vectors`` and re-embedded at once (when the embedder is available; otherwise they stay
-listed as missing for ``gateway reindex --missing``).
+listed as missing for ``gateway reindex --missing``). A generation a full reindex replaced but was killed before
+removing is removed too.
 """
 
 from __future__ import annotations
@@ -93,7 +94,27 @@ async def reconcile(core: GimCore) -> dict[str, Any]:
                 repaired += await _refill(core, generation.embedder_id)
     if repaired:
         report["vectors_refilled"] = repaired
+    if retired := await _retire_replaced(core):
+        report["replaced_generations_removed"] = retired
     return report
+
+
+async def _retire_replaced(core: GimCore) -> int:
+    """A full reindex killed between its switch and its clean-up leaves the replaced generation behind: a whole
+    collection and its ``gim_vectors`` rows, which nothing reads. Each is removed here (rows last, as the reindex
+    does)."""
+    existing = set(await core.vectors.store.list_collections())
+    retired = 0
+    for generation in list(core.vectors.generations.values()):
+        for number in range(generation.active):  # a reindex builds active + 1 and switches to it: older is replaced
+            name = collection_name(generation.embedder_id, number)
+            if name not in existing:
+                continue
+            await core.vectors.store.delete_collection(name)
+            await core.repo.drop_generation_rows(core.store, generation.embedder_id, number)
+            log.warning("gim.reconcile.replaced_generation_removed", embedder=generation.embedder_id, generation=number)
+            retired += 1
+    return retired
 
 
 async def _refill(core: GimCore, embedder_id: str) -> int:

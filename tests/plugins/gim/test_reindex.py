@@ -271,3 +271,34 @@ async def test_a_reindex_reports_an_embedder_with_a_bug_and_fills_the_others(dat
     local = next(r for embedder_id, r in reports.items() if embedder_id != "buggy/model/8")
     assert local.error is None and local.total == len(ids)
     assert any(line["event"] == "gim.reindex.embedder_failed" for line in logs)
+
+
+async def test_a_generation_left_by_a_reindex_killed_after_its_switch_is_removed_at_the_next_start(
+    data_dir: Path,
+) -> None:
+    """The switch commits, then the process dies before deleting the replaced collection and its rows: nothing
+    would ever read or remove them. The state such a kill leaves is rebuilt here, then a restart cleans it."""
+    from gateway.api import VectorPoint
+    from gateway_plugins.gim.vectors import collection_name
+
+    async with running_gateway(gim_config(), data_dir) as client:
+        ids = await _submit_all(client)
+        core = client.runtime.packs["gim"].core
+        (embedder_id,) = core.vectors.generations
+        await client.runtime.packs["gim"].reindex(missing_only=False, progress=lambda done, total: None)
+        assert core.vectors.generation(embedder_id).active == 1
+        old = collection_name(embedder_id, 0)
+        (embedder,) = core.embeddings.embedders
+        await core.vectors.store.ensure_collection(old, dimension=embedder.dimension, indexed_fields={})
+        await core.vectors.store.upsert(old, [VectorPoint(ids[0], [1.0] * embedder.dimension, {"item_id": ids[0]})])
+        async with core.store.transaction() as tx:
+            await core.repo.record_vectors(tx, ids, embedder_id, 0)
+    with capture_logs() as logs:
+        async with running_gateway(gim_config(), data_dir) as client:
+            core = client.runtime.packs["gim"].core
+            collections = [c for c in await core.vectors.store.list_collections() if c.startswith("gim__")]
+            left = await core.repo.vector_item_ids(core.store, embedder_id, 0)
+            found = await call(client, "gim_search_issues", {"error_message": ISSUES[0][0]})
+    assert collections == [collection_name(embedder_id, 1)] and left == set()
+    assert found["issues"][0]["issue_id"] == ids[0]
+    assert any(line["event"] == "gim.reconcile.replaced_generation_removed" for line in logs)
