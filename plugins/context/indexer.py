@@ -132,8 +132,8 @@ class Indexer:
                 reason = (exc.details or {}).get("reason")
                 reason = reason if reason in get_args(SkipReason) else "unreadable"
                 outcome.skipped.append(SkippedDocument(document.path, reason))
-                if state is not None:  # the stored version is not what the source holds now: never serve it stale
-                    outcome.removed += await self._remove([state["id"]])
+                if state is not None and not exc.retryable:  # the source refuses it now: never serve it stale
+                    outcome.removed += await self._remove([state["id"]])  # (a passing outage keeps what is stored)
                 done += 1
                 continue
             digest = hashlib.sha256(content.text.encode("utf-8")).hexdigest()
@@ -228,29 +228,30 @@ class Indexer:
         return {row["path"]: row for row in rows}
 
     async def _flush(self, batch: list[PreparedFile], outcome: IndexOutcome) -> int:
-        """Write a batch of files, embed them, store their vectors; the replaced versions' vectors go last.
+        """Write a batch of files, embed them, store their vectors.
 
-        A new or changed file is searchable lexically once its rows are written, before it is embedded; one of
-        unchanged content (a forced re-index) only once its vectors are computed, so that if the embedders fail its
-        stored version keeps answering, vectors and all. A file is marked embedded only after its vectors are
-        stored: a crash in between leaves a file the next run re-embeds. Tests, examples and prose are left to
-        lexical search unless ``embed_all``."""
+        A new or changed file is searchable lexically once its rows are written, before it is embedded (its old
+        version's vectors go with the old rows); one of unchanged content (a forced re-index) is replaced only once
+        its vectors are computed, so that if the embedders fail its stored version keeps answering, vectors and all.
+        A file is marked embedded only after its vectors are stored: a crash in between leaves a file the next run
+        re-embeds. Tests, examples and prose are left to lexical search unless ``embed_all``."""
         hold = self.embeddings is not None
-        replaced: list[str] = []
-        try:
-            for prepared in batch:
-                if not (hold and prepared.same_content):
-                    replaced += await self._write(prepared, outcome)
-            computed = await self._compute(batch)
-            for prepared in batch:
-                if hold and prepared.same_content:
-                    replaced += await self._write(prepared, outcome)
-            await self._store_vectors(batch, *computed)
-        except Exception:
-            await self.vectors.delete_everywhere(replaced)  # their chunks are gone: nothing would find them
-            raise
-        await self.vectors.delete_everywhere(replaced)
+        for prepared in batch:  # a changed file's old chunks go with their vectors at once, as a removal does
+            if not (hold and prepared.same_content):
+                await self._replace(prepared, outcome)
+        computed = await self._compute(batch)
+        for prepared in batch:
+            if hold and prepared.same_content:
+                await self._replace(prepared, outcome)
+        await self._store_vectors(batch, *computed)
         return len(batch)
+
+    async def _replace(self, prepared: PreparedFile, outcome: IndexOutcome) -> None:
+        """Write a file version and delete the vectors of the chunks it replaced (shielded: once the rows are gone,
+        nothing would ever name those vectors again)."""
+        replaced = await self._write(prepared, outcome)
+        with anyio.CancelScope(shield=True):
+            await self.vectors.delete_everywhere(replaced)
 
     async def _write(self, prepared: PreparedFile, outcome: IndexOutcome) -> list[str]:
         """Store a file version's rows in place of the one it replaces; returns the replaced chunk ids."""

@@ -85,3 +85,66 @@ async def test_a_forced_reindex_whose_embedder_fails_keeps_the_vectors_it_had(re
         await index_and_wait(client, [shop], action="force_reindex")
         new_vectors, new_chunks = await _dense_state(service)
         assert new_vectors == new_chunks and not new_chunks & chunks  # re-chunked, re-embedded, old vectors gone
+
+
+async def test_a_job_cancelled_while_embedding_leaves_no_vector_of_a_replaced_chunk(repo: Path, data_dir: Path) -> None:
+    """Shutting down mid-embedding (the job is cancelled after its grace): the changed file's old vectors went with
+    its old rows, so no vector is left that no chunk names (they would take dense candidates for ever)."""
+    import anyio
+
+    plugin = WordsPlugin()
+    config = context_config(embed=True, context={"embed_all": True})
+    config["providers"] = {**config["providers"], "embedder": ["words"], "embedder_retry_seconds": 0}
+    async with running_gateway(config, data_dir, extra_plugins=[("words", plugin)]) as client:
+        await add_file_connector(client, repo)
+        await index_and_wait(client)
+        service = client.runtime.packs["context"].service
+        (repo / "shop" / "money.py").write_text("def round_cents(amount):\n    return round(amount, 3)\n")
+        embedding = anyio.Event()
+
+        async def hung(texts: Sequence[str], *, task: str) -> list[list[float]]:
+            embedding.set()
+            await anyio.sleep(3600)
+            return []
+
+        plugin.embedder.embed = hung  # type: ignore[method-assign]
+        await call(client, "context.index_control", {"action": "start"})
+        with anyio.fail_after(30):
+            await embedding.wait()
+        await service.jobs.aclose(grace_seconds=0.2)  # what a shutdown does
+        vectors, chunks = await _dense_state(service)
+    assert vectors <= chunks  # not a vector whose chunk is gone
+
+
+async def test_a_passing_outage_of_the_source_keeps_what_is_stored(repo: Path, data_dir: Path) -> None:
+    """A connector whose reads fail for a while (a wiki's API answering 503): the files stay as they were."""
+    from gateway.api import ServiceUnavailable
+    from gateway_plugins.context.service import DEFAULT_TENANT
+
+    class Flaky:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def scan(self) -> Any:
+            return await self.inner.scan()
+
+        async def read(self, path: str) -> Any:
+            raise ServiceUnavailable("wiki API: 503, retry later")
+
+    async with running_gateway(context_config(), data_dir) as client:
+        await add_file_connector(client, repo)
+        await index_and_wait(client)
+        service = client.runtime.packs["context"].service
+        (row,) = await service.repo.list_connectors(service.store, DEFAULT_TENANT)
+        connector = await service.connectors.instance(row)
+        scan = await connector.scan()
+        before = await service.store.fetch_all("SELECT path, content_hash FROM ctx_files ORDER BY path")
+
+        async def progress(done: int, path: str | None) -> None:
+            pass
+
+        outcome = await service.indexer.run(
+            row["id"], Flaky(connector), scan.documents, force=True, progress=progress, should_stop=lambda: False
+        )
+        after = await service.store.fetch_all("SELECT path, content_hash FROM ctx_files ORDER BY path")
+    assert outcome.removed == 0 and len(outcome.failed) == len(before) and after == before
