@@ -49,12 +49,22 @@ def _has_digit(view: View) -> bool:
 def _encoded_private_key(view: View) -> bool:
     """A base64 run that decodes to a PEM private key (kubeconfig ``client-key-data``, Helm values, CI variables);
     an encoded certificate, which is public, is left alone. Only the head is decoded: the header is in it."""
-    head = view.value[:96]
+    head = "".join(view.value[:200].split())[:96]  # the lines it wraps onto, joined
     head = head[: len(head) // 4 * 4]
     try:
         return b"PRIVATE KEY-----" in base64.b64decode(head, validate=True)
     except (binascii.Error, ValueError):
         return False
+
+
+def _whole_lines(view: View) -> tuple[int, int] | None:
+    """The encoded key without a last line the pattern only began (``next_key`` of the YAML line after the key
+    would match as ``next``): a wrapped line is base64 to its end."""
+    value = view.value
+    cut = value.rfind("\n")
+    if cut >= 0 and view.after(1) not in ("", "\n", "\r", " ", "\t"):
+        value = value[:cut].rstrip("\r")
+    return view.start, view.start + len(value)
 
 
 def _bearer(view: View) -> bool:
@@ -161,11 +171,12 @@ SECRET_RULES: tuple[Rule, ...] = (
     _r(
         "encoded_private_key",
         "PRIVATE_KEY",
-        r"LS0tLS1CRUdJTi[A-Za-z0-9+/]+={0,2}",  # base64 of "-----BEGIN"
+        # base64 of "-----BEGIN", and the lines it wraps onto (`base64` wraps at 76 columns, YAML `|` indents)
+        r"LS0tLS1CRUdJTi[A-Za-z0-9+/]+={0,2}(?:\r?\n[ \t]*[A-Za-z0-9+/]+={0,2})*",
         _encoded_private_key,
         conf=0.99,
         requires=("LS0tLS1CRUdJTi",),
-        boundary=True,
+        refine=_whole_lines,
     ),
     _r(
         "aws_access_key_id",

@@ -162,3 +162,17 @@ def test_redact_is_sync_and_per_call() -> None:
 def test_disabled_rules() -> None:
     layer = PatternSanitizer(disabled=frozenset({"phone"}))
     assert layer.redact("call +1 (415) 555-0132") == "call +1 (415) 555-0132"
+
+
+def test_a_base64_private_key_wrapped_over_lines_is_redacted_whole_and_the_next_key_kept() -> None:
+    """``base64 key.pem`` wraps at 76 columns; a Kubernetes Secret indents the lines under ``tls.key: |``."""
+    import base64
+
+    pem = (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7" + "Ab3dEf9HiJkLmNoP" * 40
+    ) + "\n-----END RSA PRIVATE KEY-----\n"
+    lines = base64.encodebytes(pem.encode()).decode().splitlines()
+    assert len(lines) > 10
+    text = "data:\n  tls.key: |\n" + "".join(f"    {line}\n" for line in lines) + "  next_key: value\n"
+    out = redact(text)
+    assert out == "data:\n  tls.key: |\n    <PRIVATE_KEY_1>\n  next_key: value\n"
