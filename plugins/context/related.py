@@ -17,7 +17,7 @@ from gateway.api import Connector, NotFound, ValidationFailed
 from gateway_plugins.context.links import LinkedDocuments, linked_documents
 from gateway_plugins.context.models import AuthorStat, Commit, RelatedInput, RelatedOutput
 from gateway_plugins.context.refs import normalise, ticket_ids
-from gateway_plugins.context.search import connector_paths
+from gateway_plugins.context.search import connector_paths, connector_roots, looks_absolute
 from gateway_plugins.context.service import ContextService
 
 __all__ = ["related_info"]
@@ -43,7 +43,8 @@ async def related_info(service: ContextService, tenant: str, args: RelatedInput)
 async def _for_file(service: ContextService, tenant: str, raw_path: str) -> RelatedOutput:
     assert service.connectors is not None and service.live is not None and service.ranker is not None
     rows = await service.repo.list_connectors(service.store, tenant)
-    paths = connector_paths(raw_path, rows, "file_path")
+    roots = await connector_roots(service, rows) if looks_absolute(raw_path) else None
+    paths = connector_paths(raw_path, rows, "file_path", roots)
     if paths is None:
         message = (
             "an absolute path must lie under the root of one of your connectors; give it relative to the "

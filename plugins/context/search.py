@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import posixpath
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -114,7 +114,8 @@ async def rank(
     notes: list[str] = []
     if args.work_context and args.work_context.active_file:
         raw = args.work_context.active_file
-        paths = connector_paths(raw, connectors, "work_context.active_file")
+        roots = await connector_roots(service, connectors) if looks_absolute(raw) else None
+        paths = connector_paths(raw, connectors, "work_context.active_file", roots)
         if paths is None:
             notes.append(f"work_context.active_file {_shown(raw)} is under no connector's root: it was not used")
         for connector_id, active in (paths or {}).items():
@@ -183,14 +184,39 @@ def _shown(path: str) -> str:
     return repr(path if len(path) <= 200 else f"{path[:200]}...")
 
 
-def connector_paths(raw: str, connectors: Sequence[dict[str, Any]], field: str) -> dict[str, str] | None:
+def looks_absolute(raw: str) -> bool:
+    """``/home/ada/shop/x.py`` or ``C:\\shop\\x.py``: what editors send."""
+    return raw.startswith(("/", "\\")) or (len(raw) > 1 and raw[1] == ":")
+
+
+async def connector_roots(service: ContextService, connectors: Sequence[dict[str, Any]]) -> dict[str, Path]:
+    """Each directory connector's root as its instance resolved it (relative to the config file, ``~`` expanded,
+    symlinks resolved), by internal id; a connector that cannot be built now is left out."""
+    assert service.connectors is not None
+    roots: dict[str, Path] = {}
+    for row in connectors:
+        if not (row.get("config") or {}).get("root"):
+            continue
+        try:
+            root = getattr(await service.connectors.instance(row), "root", None)
+        except Exception:  # its root is gone, say: no path is under it now
+            continue
+        if isinstance(root, Path):
+            roots[row["id"]] = root
+    return roots
+
+
+def connector_paths(
+    raw: str, connectors: Sequence[dict[str, Any]], field: str, roots: Mapping[str, Path] | None = None
+) -> dict[str, str] | None:
     """The root-relative path under which each connector (by internal id, in the given order) would hold ``raw``.
 
     A relative path is the same for every connector. An absolute one (editors send them) counts for the connectors
-    whose ``root`` contains it, as written or with its symlinks resolved; ``None`` when no root does.
+    whose root contains it: the root as written (when absolute) or as resolved (``roots``, from
+    :func:`connector_roots`), the path as written or with its symlinks resolved; ``None`` when no root does.
     :class:`ValidationFailed` naming ``field`` for a relative path that climbs out with ``..``."""
     text = raw.replace("\\", "/")
-    if not (text.startswith("/") or (len(text) > 1 and text[1] == ":")):
+    if not looks_absolute(raw):
         try:
             relative = safe_relative_path(raw)
         except ValidationFailed as exc:
@@ -208,10 +234,14 @@ def connector_paths(raw: str, connectors: Sequence[dict[str, Any]], field: str) 
         root = (row.get("config") or {}).get("root")
         if not isinstance(root, str) or not root:
             continue  # a hosted source: its documents have no place on a disk
-        base = PurePosixPath(root)
-        inside = next((p for p in (written, resolved) if p != base and p.is_relative_to(base)), None)
-        if inside is not None:
-            found[row["id"]] = inside.relative_to(base).as_posix()
+        bases = [PurePosixPath(root)] if root.startswith("/") else []
+        if roots and row["id"] in roots:
+            bases.append(PurePosixPath(roots[row["id"]].as_posix()))
+        for base in bases:
+            inside = next((p for p in (written, resolved) if p != base and p.is_relative_to(base)), None)
+            if inside is not None:
+                found[row["id"]] = inside.relative_to(base).as_posix()
+                break
     return found or None
 
 

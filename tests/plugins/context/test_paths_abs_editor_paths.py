@@ -58,3 +58,22 @@ async def test_related_info_takes_an_absolute_path_under_a_root_and_refuses_one_
         assert outside["message"].startswith("file_path: '/etc/passwd' is under no connector's root")
         missing = await call_error(client, "context.get_related_info", {"file_path": str(repo / "no" / "such.py")})
         assert missing["code"] == "not_found" and missing["details"]["path"] == "no/such.py"
+
+
+async def test_an_absolute_path_counts_under_a_root_written_relative(
+    repo: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A root written relative (to the config file, or here the working directory) is compared as resolved."""
+    monkeypatch.chdir(repo.parent)
+    async with running_gateway(context_config(), data_dir) as client:
+        await add_file_connector(client, Path(repo.name))
+        await index_and_wait(client)
+        relative = await call(client, "context.get_related_info", {"file_path": "shop/billing.py"})
+        absolute = await call(client, "context.get_related_info", {"file_path": str(repo / "shop" / "billing.py")})
+        found = await call(
+            client,
+            "context.search",
+            {"query": QUERY, "work_context": {"active_file": str(repo.resolve() / "shop" / "billing.py")}},
+        )
+    assert absolute == relative
+    assert found["query_metadata"]["note"] is None
