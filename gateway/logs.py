@@ -125,6 +125,13 @@ def _render(obj: Any, default: Callable[[Any], Any] | None = None, **_: Any) -> 
         return json.dumps(obj, default=default)
 
 
+MAX_LOGGED_NAME = 128
+"""A tool name no pack serves is the caller's text: the call log keeps at most this many characters of it (cut
+after redaction, so a secret across the cut is not half kept)."""
+MAX_REDACTED_NAME = 4096
+"""What of such a name is redacted at all (a caller's megabyte-long name must not cost a megabyte of scanning)."""
+
+
 class CallLog:
     """Writes the one line the gateway logs per tool call (``"tool call"``, at ``info``).
 
@@ -148,11 +155,11 @@ class CallLog:
         event["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         if self._redactor is not None:
             event = self._redactor(None, "info", event)  # type: ignore[assignment]
+        tool = event.get("tool")
+        if isinstance(tool, str) and len(tool) > MAX_LOGGED_NAME:  # a caller's text: cut once redacted, not before
+            event["tool"] = tool[:MAX_LOGGED_NAME]
         self._printer.msg(_render(event))
 
-
-MAX_LOGGED_NAME = 128
-"""A tool name no pack serves is the caller's text: the call log keeps at most this many characters of it."""
 
 _call_log: CallLog | None = None
 

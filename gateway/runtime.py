@@ -33,7 +33,7 @@ from gateway.catalogue import Catalogue, ServedTool
 from gateway.config import LoadedConfig
 from gateway.identity import local_principal
 from gateway.json_schemas import schema_errors
-from gateway.logs import MAX_LOGGED_NAME, call_log, enter_call, exit_call
+from gateway.logs import MAX_REDACTED_NAME, call_log, enter_call, exit_call
 from gateway.metrics import GatewayMetrics
 from gateway.outcomes import (
     CallOutcome,
@@ -237,7 +237,7 @@ class GatewayRuntime:
         served = self.tools.get(name)
         if served is None:
             self.metrics.unknown_tool()
-            self._log_call(name[:MAX_LOGGED_NAME], context, "unknown_tool", 0.0)
+            self._log_call(name[:MAX_REDACTED_NAME], context, "unknown_tool", 0.0)  # cut once redacted
             raise UnknownTool(name)
         context.tool_name = name
         started = time.perf_counter()

@@ -85,12 +85,16 @@ async def test_a_call_of_a_tool_no_pack_serves_is_logged_and_counted(tmp_path, c
             await runtime.call_tool(name, {}, context)
         with pytest.raises(UnknownTool):
             await runtime.call_tool("nope ghp_0123456789abcdefghijABCDEFGHIJ012345", {}, runtime.new_context())
+        with pytest.raises(UnknownTool):  # a token across the 128th character: redacted whole, then cut
+            await runtime.call_tool("x" * 110 + " ghp_0123456789abcdefghijABCDEFGHIJ012345", {}, runtime.new_context())
         metrics = runtime.metrics.render().decode()
-    assert "gateway_unknown_tool_calls_total 2.0" in metrics and "ghp_" not in metrics
-    calls = [line for line in _lines(capsys.readouterr().err) if line["event"] == "tool call"]
-    assert [call["error"] for call in calls] == ["unknown_tool", "unknown_tool"]
+    assert "gateway_unknown_tool_calls_total 3.0" in metrics and "ghp_" not in metrics
+    err = capsys.readouterr().err
+    calls = [line for line in _lines(err) if line["event"] == "tool call"]
+    assert [call["error"] for call in calls] == ["unknown_tool"] * 3
     assert calls[0]["tool"] == name[:128] and calls[0]["correlation_id"] == context.correlation_id
     assert calls[1]["tool"] == "nope <GITHUB_TOKEN_1>"
+    assert calls[2]["tool"] == "x" * 110 + " <GITHUB_TOKEN_1>" and "ghp_" not in err
 
 
 async def test_the_call_line_follows_the_log_level(tmp_path, capsys):
