@@ -181,7 +181,9 @@ def test_a_fatal_signal_leaves_its_traceback_on_the_log_stream(tmp_path) -> None
     import subprocess
     import sys
 
-    script = "import ctypes\nfrom gateway.logs import configure_logging\nconfigure_logging('info')\nctypes.string_at(0)\n"
+    script = (
+        "import ctypes\nfrom gateway.logs import configure_logging\nconfigure_logging('info')\nctypes.string_at(0)\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode != 0
     assert "Fatal Python error: Segmentation fault" in done.stderr and "string_at" in done.stderr
