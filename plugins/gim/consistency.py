@@ -108,12 +108,13 @@ async def _retire_replaced(core: GimCore) -> int:
     for generation in list(core.vectors.generations.values()):
         for number in range(generation.active):  # a reindex builds active + 1 and switches to it: older is replaced
             name = collection_name(generation.embedder_id, number)
-            if name not in existing:
-                continue
-            await core.vectors.store.delete_collection(name)
-            await core.repo.drop_generation_rows(core.store, generation.embedder_id, number)
-            log.warning("gim.reconcile.replaced_generation_removed", embedder=generation.embedder_id, generation=number)
-            retired += 1
+            if name in existing:
+                await core.vectors.store.delete_collection(name)
+                log.warning(
+                    "gim.reconcile.replaced_generation_removed", embedder=generation.embedder_id, generation=number
+                )
+                retired += 1
+            await core.repo.drop_generation_rows(core.store, generation.embedder_id, number)  # also a kill in between
     return retired
 
 

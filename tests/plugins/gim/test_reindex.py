@@ -302,3 +302,20 @@ async def test_a_generation_left_by_a_reindex_killed_after_its_switch_is_removed
     assert collections == [collection_name(embedder_id, 1)] and left == set()
     assert found["issues"][0]["issue_id"] == ids[0]
     assert any(line["event"] == "gim.reconcile.replaced_generation_removed" for line in logs)
+
+
+async def test_rows_of_a_replaced_generation_whose_collection_is_gone_are_dropped_at_the_next_start(
+    data_dir: Path,
+) -> None:
+    """Killed between deleting the replaced collection and dropping its rows: the rows go at the next start."""
+    async with running_gateway(gim_config(), data_dir) as client:
+        ids = await _submit_all(client)
+        core = client.runtime.packs["gim"].core
+        (embedder_id,) = core.vectors.generations
+        await client.runtime.packs["gim"].reindex(missing_only=False, progress=lambda done, total: None)
+        async with core.store.transaction() as tx:
+            await core.repo.record_vectors(tx, ids, embedder_id, 0)
+    async with running_gateway(gim_config(), data_dir) as client:
+        core = client.runtime.packs["gim"].core
+        assert await core.repo.vector_item_ids(core.store, embedder_id, 0) == set()
+        assert await core.repo.vector_item_ids(core.store, embedder_id, 1) == set(ids)
