@@ -206,7 +206,8 @@ class EdgeCollection:
                 raise ProviderUnavailable(
                     PROVIDER,
                     f"the collection {self.name!r} at {self.directory} cannot be used ({exc}); if its files are "
-                    "damaged, rebuilding its vectors replaces them (`gateway reindex`)",
+                    "damaged: stop the gateway, delete that directory, start again, and let the pack that owns it "
+                    "re-embed (GIM does at start; the Context Engine with `gateway context index PATH --force`)",
                 ) from exc
 
     def set_indexes(self, fields: Mapping[str, FieldType]) -> None:

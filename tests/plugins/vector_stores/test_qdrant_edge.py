@@ -287,4 +287,4 @@ async def test_damaged_vector_files_make_the_collection_unavailable_naming_it(fa
     finally:
         await store.close()
     assert failed.value.provider == "vector_store/qdrant-edge"
-    assert str(directory) in failed.value.reason and "gateway reindex" in failed.value.reason
+    assert str(directory) in failed.value.reason and "delete that directory" in failed.value.reason
