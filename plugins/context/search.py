@@ -163,8 +163,9 @@ async def rank(
         notes.append("semantic (dense) retrieval is unavailable right now; results come from lexical ranking only")
     elif embedder is not None and embedder.startswith(DENSE_MISSING):
         notes.append(
-            f"embedder {embedder[1:]!r} has no vectors of these sources (they were embedded by another embedder); "
-            "results come from lexical ranking only: gateway context index PATH --force (or context.index_control "
+            f"embedder {embedder[1:]!r} has no vectors of these sources yet (a job still embedding them, an "
+            "embedder outage while indexing, or vectors made by another embedder); results come from lexical "
+            "ranking only: when no job is running, gateway context index PATH --force (or context.index_control "
             "force_reindex) re-embeds them"
         )
         embedder = None
