@@ -32,10 +32,20 @@ class Principal:
 
     @property
     def key(self) -> str:
-        return f"{self.tenant}:{self.subject}" if self.tenant else self.subject
+        """``tenant:subject``, or ``subject`` without a tenant: one string per identity and one identity per string.
+        ``%`` and ``:`` are percent-escaped in the tenant, and in a subject without a tenant, so a tenant-less
+        ``acme:x`` and subject ``x`` of tenant ``acme`` never share a key (nor do tenant ``a:b``, subject ``c`` and
+        tenant ``a``, subject ``b:c``); names without those characters keep the keys they always had."""
+        if self.tenant:
+            return f"{_escaped(self.tenant)}:{self.subject}"
+        return _escaped(self.subject)
 
     def allows(self, scope: str | None) -> bool:
         return scope is None or self.all_scopes or scope in self.scopes
+
+
+def _escaped(name: str) -> str:
+    return name.replace("%", "%25").replace(":", "%3A") if ("%" in name or ":" in name) else name
 
 
 @dataclass
