@@ -24,6 +24,7 @@ from gateway.api import (
     STORE,
     VECTOR_STORE,
     ConfigError,
+    Forbidden,
     NotFound,
     PackContext,
     RelationalStore,
@@ -233,6 +234,7 @@ class ContextService:
     ) -> ConnectorChange:
         """Rename a connector and/or change its options; when what it indexes changed, start re-indexing it."""
         assert self.connectors is not None
+        _not_declared(await self.connectors.get(tenant, connector_id), "changed")
         row, changed = await self.connectors.update(tenant, connector_id, config, policy=self._policy(restricted))
         job, note = None, ""
         if changed:
@@ -249,7 +251,7 @@ class ContextService:
         """Remove a connector with everything indexed from it (a job indexing it is stopped first); returns the
         number of chunks removed."""
         assert self.connectors is not None and self.vectors is not None and self.live is not None
-        await self.connectors.get(tenant, connector_id)
+        _not_declared(await self.connectors.get(tenant, connector_id), "removed")
         active = await self.jobs.active(tenant) if self.jobs else None
         if active is not None and connector_id in (active["connectors"] or []):
             await self.jobs.stop(active["id"])  # type: ignore[union-attr]
@@ -367,3 +369,10 @@ class ContextService:
 def field_error(field: str, message: str) -> ValidationFailed:
     """Invalid input, naming the field."""
     return ValidationFailed(f"{field}: {message}", details={"errors": [{"field": field, "message": message}]})
+
+
+def _not_declared(row: Mapping[str, Any], what: str) -> None:
+    """A connector declared in the config file is the file's: the next start would declare it again."""
+    if row["origin"] == "config":
+        message = f"connector {row['public_id']!r} is declared in the config file ([[plugins.context.connectors]]): "
+        raise Forbidden(message + f"it is {what} there, not through the API", details={"reason": "declared_in_config"})

@@ -153,14 +153,17 @@ async def test_declared_connectors_and_tenants(repo: Path, data_dir: Path) -> No
         service = client.runtime.packs["context"].service
         assert await service.list_connectors("other-tenant") == []  # another tenant sees none of them
         await index_and_wait(client)
+        declared = listed["connectors"][0]["id"]
+        change = {"action": "update", "connector_id": declared, "connector_config": {"max_file_bytes": 10}}
+        for arguments in (change, {"action": "remove", "connector_id": declared}):  # the config file's, not the API's
+            refused = await call_error(client, "context.connector_management", arguments)
+            assert refused["code"] == "forbidden" and refused["details"]["reason"] == "declared_in_config"
+            assert "declared in the config file" in refused["message"]
+        added = await add_file_connector(client, repo, name="added")
         updated = await call(
             client,
             "context.connector_management",
-            {
-                "action": "update",
-                "connector_id": listed["connectors"][0]["id"],
-                "connector_config": {"max_file_bytes": 10},
-            },
+            {"action": "update", "connector_id": added, "connector_config": {"max_file_bytes": 10}},
         )
         assert "re-index" in updated["message"]
 
