@@ -44,7 +44,9 @@ _VALUE = (
 )
 _OP_VALUE = re.compile(r"[\"']?\]?[ \t]{0,64}(?P<op>:=|=>|==|=|:|->)[ \t]{0,64}" + _VALUE)
 _FLAG_VALUE = re.compile(r"(?P<op>[ \t]{1,64}|=)" + _VALUE)
-BOUNDED_PATTERNS = (_OP_VALUE, _FLAG_VALUE)
+_QUERY_PAIR = re.compile(r"&[A-Za-z_][\w.\[\]-]{0,64}=")
+_BARE_MORE = re.compile(r"&[^\s\"'`,;&)}\]<>(\[]{1,500}")
+BOUNDED_PATTERNS = (_OP_VALUE, _FLAG_VALUE, _QUERY_PAIR, _BARE_MORE)
 """The patterns this rule matches at a hit: every repetition in them is bounded (a test checks it)."""
 
 
@@ -177,16 +179,30 @@ class AssignmentRule(Rule):
         group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
         if (match.start(group), match.end(group)) in found:
             return match.end(), None  # an earlier rule already has this exact value (a provider key)
-        value = match.group(group)
+        start, end = match.start(group), match.end(group)
         quoted = group != "bare"
+        if not quoted:
+            end = _through_ampersands(text, end)
+        value = text[start:end]
         op = match.group("op")
         strong = op != ":" or quoted or _structured_key(text, key_start, key_end)
-        after = text[match.end() : match.end() + 1]
+        after = text[end : end + 1]
         if not is_literal_secret(
             value, key=key, quoted=quoted, strong=strong, after=after, password_key=self.password_key
         ):
-            return match.end(), None
-        return match.end(), Candidate(match.start(group), match.end(group), self)
+            return max(match.end(), end), None
+        return max(match.end(), end), Candidate(start, end, self)
+
+
+def _through_ampersands(text: str, end: int) -> int:
+    """A bare value ends at ``&`` only before another ``key=`` (a query string's next pair): ``Tr0ub4dor&3xq`` is
+    one password, ``password=x&user=y`` two values."""
+    while text.startswith("&", end) and _QUERY_PAIR.match(text, end) is None:
+        more = _BARE_MORE.match(text, end)
+        if more is None:
+            break
+        end = more.end()
+    return end
 
 
 def _assignment_rule(kind: str, label: str, words: tuple[str, ...], password_key: bool) -> AssignmentRule:

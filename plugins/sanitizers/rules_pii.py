@@ -16,6 +16,9 @@ Decisions (asserted by the corpus):
 * Phones need phone formatting: a ``+`` country code, or the North-American ``(202) 555-0143`` /
   ``202-555-0143`` shapes, or a ``phone:``/``tel``/``mobile`` label. A bare run of digits is never a phone.
 * Cards: 13-19 digits, uniformly grouped, a known issuer prefix and a valid Luhn checksum.
+* US social security numbers: ``ddd-dd-dddd`` as issued (no area 000, 666 or 9xx, no zero group or serial), not the
+  specimens printed in documentation. IBANs: country letters, check digits and a valid mod-97 checksum, compact or
+  in groups of four.
 * Home paths: the account name (when the path rule, which replaces more, does not apply); shared account
   names of CI runners and images (``runner``, ``ubuntu``, ``root``...) are not personal.
 """
@@ -165,6 +168,28 @@ def _card(view: View) -> bool:
     return is_card_number("".join(groups))
 
 
+_DOCUMENTED_SSNS = frozenset({"123-45-6789", "078-05-1120", "219-09-9999"})
+"""Specimen numbers printed in documentation and on sample cards (never issued)."""
+
+
+def _ssn(view: View) -> bool:
+    """A US social security number as the SSA issues them: area not 000, 666 or 9xx, group and serial not 0."""
+    value = view.value
+    area, group, serial = value.split("-")
+    if value in _DOCUMENTED_SSNS or area in ("000", "666") or area[0] == "9":
+        return False
+    return group != "00" and serial != "0000"
+
+
+def _iban(view: View) -> bool:
+    """An IBAN: two letters, two check digits, and a valid ISO 13616 mod-97 checksum."""
+    compact = view.value.replace(" ", "")
+    if not 15 <= len(compact) <= 34 or is_placeholder(compact):
+        return False
+    rearranged = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
+
+
 def _p(
     kind: str,
     label: str,
@@ -265,6 +290,24 @@ PII_RULES: tuple[Rule, ...] = (
         left=r"[\w.-]",
         right=r"[\w-]|\.\d",
         conf=0.95,
+    ),
+    _p(
+        "ssn",
+        "SSN",
+        r"(?:^|[^\w.-])(?P<s>\d{3}-\d{2}-\d{4})",
+        _ssn,
+        probe=r"\d{3}-\d{2}-\d{4}",
+        left=r"[\w.-]",
+        right=r"[\w-]|\.\d",
+    ),
+    _p(
+        "iban",
+        "IBAN",
+        r"(?:^|[^\w])(?P<s>[A-Z]{2}\d{2}(?:[A-Z0-9]{11,30}|(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,4})?))",
+        _iban,
+        probe=r"[A-Z]{2}\d{2}[ A-Z0-9]",
+        left=r"\w",
+        right=r"\w",
     ),
 )
 """Personal-data rules, in priority order."""

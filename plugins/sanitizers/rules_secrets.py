@@ -302,5 +302,16 @@ SECRET_RULES: tuple[Rule, ...] = (
         lower=True,
         right=r"[\w+/=]",
     ),
+    _r(
+        "authorization_header",  # any scheme: `token` (GitHub), `Digest`, `ApiKey`, `SSWS`... (Bearer/Basic: above)
+        "TOKEN",
+        r"(?i:\b(?:proxy-)?authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z][A-Za-z0-9-]{1,30}[ \t]+)?"
+        r"(?P<s>[A-Za-z0-9._~+/-]{12,}=*)",
+        _bearer,
+        conf=0.85,
+        requires=("authorization",),
+        lower=True,
+        right=r"[\w.~+/-]",
+    ),
 )
 """Provider formats (public facts) in priority order: a later rule loses ties of the same span."""

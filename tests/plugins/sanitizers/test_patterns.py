@@ -61,6 +61,17 @@ CATEGORIES = [
         "LS0tLS1CRUdJTiBSU0Eg",
         "client-key-data: <PRIVATE_KEY_1>",
     ),
+    (
+        "authorization_token",  # GitHub's own scheme (any scheme: Bearer and Basic have rules of their own)
+        "curl -H 'Authorization: token 7f3a9c2e8b1d4f6a0e5c9b2d7a4f1e8c3b6d9a2f' https://api.github.com",
+        "7f3a9c2e8b1d",
+        "Authorization: token <TOKEN_1>'",
+    ),
+    ("password_with_ampersand", "passwd=Tr0ub4dor&3xq", "3xq", "passwd=<PASSWORD_1>"),
+    ("password_in_query", "GET /login?password=Hunter2Secret&user=bob", "Hunter2", "?password=<PASSWORD_1>&user=bob"),
+    ("ssn", "customer SSN 536-22-8714 rejected", "536-22", "SSN <SSN_1> rejected"),
+    ("iban", "transfer to IBAN DE44500105175407324931 refused", "DE4450", "IBAN <IBAN_1> refused"),
+    ("iban_grouped", "IBAN DE44 5001 0517 5407 3249 31 USD", "5001 0517", "IBAN <IBAN_1> USD"),
     ("db_url", "postgres://app:S3cr3tPw9@db.example-shop.com:5432/x", "S3cr3tPw9", "<PASSWORD_1>"),
     ("password", 'DB_PASSWORD="Summer2024!"', "Summer2024!", "<PASSWORD_1>"),
     ("api_key", "  api_key: Ab3dEf9HiJkLmNoPqRsT", "Ab3dEf9HiJ", "<SECRET_1>"),
@@ -104,6 +115,8 @@ NOT_SENSITIVE = [
     "git@github.com:acme/api.git user@example.com /home/runner/.cache/pip /usr/lib/python3.11/asyncio/x.py",
     "pip==24.0.0.1 torch 2.1.0+cu121 v1.2.3.4 Chrome/120.0.6099.109",
     "1234 5678 9012 3456 is not a card (bad checksum); 2024-01-15 10:30:00",
+    "specimen SSN 123-45-6789, area 900-12-3456 and 666-12-3456; released 2024-01-15; DE00123456789012345678",
+    "the Authorization header is required for this endpoint; Authorization: <TOKEN>",
     "certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMvakNDQWVhZ0F3SUJBZ0lCQURBTkJna3Fo",
 ]
 
