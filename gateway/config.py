@@ -61,6 +61,12 @@ class TransportSection(_Section):
     allowed_origins: list[str] = Field(default_factory=list)
     """Origin headers accepted besides the loopback ones; also the CORS allow-list."""
     max_body_bytes: int = Field(1_000_000, gt=0)
+    max_header_bytes: int = Field(65_536, ge=1024)
+    """A request's line and headers together; past it, ``431`` and the connection closes."""
+    header_timeout_seconds: float = Field(30.0, gt=0)
+    """How long a request's headers may take to arrive (a slow client's connection is closed)."""
+    body_timeout_seconds: float = Field(60.0, gt=0)
+    """How long a request's body may take to arrive once its headers have."""
     json_response: bool = False
     rest: bool = True
     """Serve the REST facade at ``/api/v1`` beside MCP."""

@@ -30,6 +30,7 @@ from gateway.asgi_body import BodyTooLarge, buffered
 from gateway.http_auth import HttpAuth, describe_auth
 from gateway.http_errors import refused
 from gateway.http_jsonrpc import JsonRpcErrorBodies
+from gateway.http_protocol import HttpLimits, bounded_protocol
 from gateway.http_security import SecurityMiddleware, allowed_hosts, allowed_origins, is_public
 from gateway.http_streams import EventStreams
 from gateway.rest import RestApi
@@ -214,8 +215,8 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
         routes=extra_routes(runtime, auth, rest),
     )
     public = rest.is_public if rest is not None else None
+    app = BodyLimitMiddleware(app, t.max_body_bytes)  # read after the credentials: a stranger's body is never read
     app = SecurityMiddleware(app, runtime, auth, hosts=hosts, origins=origins, public=public)
-    app = BodyLimitMiddleware(app, t.max_body_bytes)
     app = JsonRpcErrorBodies(app, t.path, t.max_body_bytes)
     if t.allowed_origins:
         cors = CORSMiddleware(
@@ -257,6 +258,7 @@ async def serve_http(
         log_config=None,
         lifespan="on",
         timeout_graceful_shutdown=t.shutdown_grace_seconds,  # requests in flight; event streams end at once
+        http=bounded_protocol(HttpLimits(t.max_header_bytes, t.header_timeout_seconds, t.body_timeout_seconds)),
     )
     server = uvicorn.Server(config)
     stopping = server.shutdown

@@ -38,9 +38,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.api.context import Principal
 from gateway.api.errors import Forbidden, InternalError, ToolError, Unauthenticated, ValidationFailed
-from gateway.asgi_body import buffered
+from gateway.asgi_body import BodyTooLarge, buffered
 from gateway.http_auth import HttpAuth
-from gateway.http_errors import error_body, error_envelope, log_refusal, tool_error_detail
+from gateway.http_errors import error_body, error_envelope, log_refusal, refused, tool_error_detail
 from gateway.runtime import GatewayRuntime
 from gateway.wire import Rejection, rejection
 
@@ -156,6 +156,7 @@ class SecurityMiddleware:
         self.hosts = list(hosts)
         self.origins = list(origins)
         self.mcp_path = runtime.loaded.config.transport.path
+        self.max_body_bytes = runtime.loaded.config.transport.max_body_bytes
         self.open_paths = {"/metrics"} if runtime.loaded.config.transport.metrics == "public" else set()
         self.sessions = SessionOwners()
         named = {c.params["header"] for c in auth.challenges if "header" in c.params}
@@ -172,20 +173,35 @@ class SecurityMiddleware:
         if scope["type"] != "http" or is_public(path) or path in self.open_paths or scope.get("method") == "OPTIONS":
             await self.app(scope, receive, send)
             return
-        message: Any = None
-        body = b""
-        if path == self.mcp_path and scope.get("method") == "POST":
-            body, receive = await buffered(receive)
-            message = _json(body)
-            scope.setdefault("state", {})["mcp_message"] = message  # read once: the direct path takes it from here
         headers = Headers(scope=scope)
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:  # said by the headers: refused at once
+            await self._too_large(scope, receive, send)
+            return
         anonymous = self.public is not None and self.public(scope.get("method", ""), path)
-        try:
-            principal = await self._admit(scope, headers, message, anonymous=anonymous)
+        try:  # from the headers alone: no body is read for a caller who is not let in
+            principal = await self._admit(scope, headers, anonymous=anonymous)
         except ToolError as err:
+            if path == self.mcp_path and scope.get("method") == "POST":
+                receive = await _small_message(scope, headers, receive)  # its id, for the JSON-RPC error
             await self._refuse(err, scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal
+        message: Any = None
+        body = b""
+        if path == self.mcp_path and scope.get("method") == "POST":
+            try:
+                body, receive = await buffered(receive, limit=self.max_body_bytes)
+            except BodyTooLarge:
+                await self._too_large(scope, receive, send)
+                return
+            message = _json(body)
+            scope["state"]["mcp_message"] = message  # read once: the direct path takes it from here
+            try:
+                self._check_calls(message, principal)
+            except ToolError as err:
+                await self._refuse(err, scope, receive, send)
+                return
         if message is not None and (rejected := rejection(body, message)) is not None:
             await self._reject(rejected, scope, receive, send)  # the SDK: a pydantic dump without the id, or silence
             return
@@ -220,7 +236,7 @@ class SecurityMiddleware:
                 details={"reason": "host"},
             )
 
-    async def _admit(self, scope: Scope, headers: Headers, message: Any, *, anonymous: bool = False) -> Principal:
+    async def _admit(self, scope: Scope, headers: Headers, *, anonymous: bool = False) -> Principal:
         self._check_host(headers)
         origin = headers.get("origin")
         if origin is not None and not matches(origin, self.origins):
@@ -241,6 +257,14 @@ class SecurityMiddleware:
         owner = self.sessions.owner(session_id) if session_id and scope.get("path") == self.mcp_path else None
         if owner is not None and owner != principal.key:
             raise Forbidden("this MCP session belongs to another caller", details={"reason": "session"})
+        return principal
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"the request body exceeds the limit of {self.max_body_bytes} bytes"
+        await refused(413, message, path=scope.get("path"))(scope, receive, send)
+
+    def _check_calls(self, message: Any, principal: Principal) -> None:
+        """Each ``tools/call`` in the message is one ``principal`` may make (its scopes)."""
         for item in message if isinstance(message, list) else [message]:
             if isinstance(item, dict) and item.get("method") == "tools/call":
                 params = item.get("params")
@@ -249,7 +273,6 @@ class SecurityMiddleware:
                 denied = scope_refusal(self.runtime, name, principal, arguments) if isinstance(name, str) else None
                 if denied is not None:
                     raise denied
-        return principal
 
     async def _authenticate(self, headers: Headers) -> Principal:
         authenticator = self.auth.authenticator
@@ -291,6 +314,24 @@ class SecurityMiddleware:
         )
         log_refusal(response, path=scope.get("path"), code=err.code, reason=err.details.get("reason"))
         await response(scope, receive, send)
+
+
+REFUSED_BODY_BYTES = 65_536
+"""How much of a refused caller's body is read, to answer its JSON-RPC request by id (a larger one gets id null)."""
+
+
+async def _small_message(scope: Scope, headers: Headers, receive: Receive) -> Receive:
+    """Read a refused ``/mcp`` POST's body when it declares at most :data:`REFUSED_BODY_BYTES`, leaving the message
+    in ``scope["state"]`` for :class:`gateway.http_jsonrpc.JsonRpcErrorBodies`."""
+    declared = headers.get("content-length", "")
+    if not declared.isdigit() or int(declared) > REFUSED_BODY_BYTES:
+        return receive
+    try:
+        body, receive = await buffered(receive, limit=REFUSED_BODY_BYTES)
+    except BodyTooLarge:
+        return receive
+    scope.setdefault("state", {})["mcp_message"] = _json(body)
+    return receive
 
 
 def _json(body: bytes) -> Any:
