@@ -79,6 +79,16 @@ class FastStdioCalls:
         self._busy = 0
         """Calls taken and not yet answered (their answer written or given up)."""
         self._idle = anyio.Event()
+        self._freed = anyio.Event()
+
+    async def freed(self) -> None:
+        """Return when the next call taken here is answered."""
+        await self._freed.wait()
+
+    @property
+    def busy(self) -> int:
+        """Calls taken and not yet answered."""
+        return self._busy
 
     def take(self, line: str) -> bool:
         """Whether ``line`` is handled here (a call now running beside the SDK's server); when False the SDK
@@ -119,6 +129,8 @@ class FastStdioCalls:
             await self._answer(call, key, running)
         finally:
             self._busy -= 1
+            self._freed.set()
+            self._freed = anyio.Event()
             if not self._busy:
                 self._idle.set()
                 self._idle = anyio.Event()

@@ -25,10 +25,11 @@ class Outstanding:
 
     def __init__(self) -> None:
         self._ids: dict[Any, int] = {}
+        self._count = 0
         self._changed = anyio.Event()
 
     def __len__(self) -> int:
-        return sum(self._ids.values())
+        return self._count
 
     def read(self, message: dict[str, Any]) -> None:
         """Note ``message`` (a JSON-RPC message as JSON), read from the client. Ids correlate as the SDK's do
@@ -38,6 +39,7 @@ class Outstanding:
         if "id" in message:
             key = coerce_request_id(message["id"])
             self._ids[key] = self._ids.get(key, 0) + 1
+            self._count += 1
         elif message["method"] == _CANCELLED:
             request_id = cancelled_request_id_from_params(message.get("params"))
             if request_id is not None:
@@ -53,8 +55,13 @@ class Outstanding:
         if count > 1:
             self._ids[request_id] = count - 1
         if count:
+            self._count -= 1
             self._changed.set()
             self._changed = anyio.Event()
+
+    async def changed(self) -> None:
+        """Return at the next answer (or cancellation) of a request read."""
+        await self._changed.wait()
 
     async def settled(self) -> None:
         """Return once every request read has been answered."""
