@@ -67,6 +67,12 @@ class TransportSection(_Section):
     """How long a request's headers may take to arrive (a slow client's connection is closed)."""
     body_timeout_seconds: float = Field(60.0, gt=0)
     """How long a request's body may take to arrive once its headers have."""
+    session_idle_seconds: float = Field(300.0, gt=0)
+    """A handshake-era MCP session unused this long is ended (the SDK's default is 30 minutes)."""
+    max_sessions: int = Field(10_000, ge=1)
+    """Handshake-era MCP sessions open at once, all callers together."""
+    max_sessions_per_caller: int = Field(100, ge=1)
+    """Sessions one authenticated caller may hold open (so one caller cannot fill ``max_sessions``)."""
     json_response: bool = False
     rest: bool = True
     """Serve the REST facade at ``/api/v1`` beside MCP."""

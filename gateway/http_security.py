@@ -26,6 +26,7 @@ on 401 and 403.
 from __future__ import annotations
 
 import json
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -37,7 +38,14 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.api.context import Principal
-from gateway.api.errors import Forbidden, InternalError, ToolError, Unauthenticated, ValidationFailed
+from gateway.api.errors import (
+    Forbidden,
+    InternalError,
+    RateLimitExceeded,
+    ToolError,
+    Unauthenticated,
+    ValidationFailed,
+)
 from gateway.asgi_body import BodyTooLarge, buffered
 from gateway.http_auth import HttpAuth
 from gateway.http_errors import error_body, error_envelope, log_refusal, refused, tool_error_detail
@@ -113,26 +121,48 @@ def scope_refusal(
 
 
 class SessionOwners:
-    """Which principal opened each MCP session (a bounded map: the oldest entries go first)."""
+    """Which principal opened each MCP session (a bounded map: the oldest entries go first), and when each was last
+    used: a session unused for ``idle_seconds`` has been ended by the SDK and no longer counts."""
 
-    def __init__(self, capacity: int = 20_000) -> None:
+    def __init__(self, capacity: int = 20_000, *, idle_seconds: float = 300.0) -> None:
         self.capacity = capacity
-        self._owners: OrderedDict[str, str] = OrderedDict()
+        self.idle_seconds = idle_seconds
+        self._owners: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._by_owner: dict[str, set[str]] = {}
 
     def bind(self, session_id: str, owner: str) -> None:
-        self._owners[session_id] = owner
-        self._owners.move_to_end(session_id)
+        self._drop(session_id)
+        self._owners[session_id] = (owner, time.monotonic())
+        self._by_owner.setdefault(owner, set()).add(session_id)
         while len(self._owners) > self.capacity:
-            self._owners.popitem(last=False)
+            self._drop(next(iter(self._owners)))
 
     def owner(self, session_id: str) -> str | None:
-        owner = self._owners.get(session_id)
-        if owner is not None:
-            self._owners.move_to_end(session_id)  # least recently used goes first, never a live session
-        return owner
+        entry = self._owners.get(session_id)
+        if entry is None:
+            return None
+        self._owners[session_id] = (entry[0], time.monotonic())
+        self._owners.move_to_end(session_id)  # least recently used goes first, never a live session
+        return entry[0]
 
     def forget(self, session_id: str) -> None:
-        self._owners.pop(session_id, None)
+        self._drop(session_id)
+
+    def open_sessions(self, owner: str) -> int:
+        """How many sessions ``owner`` holds that are still alive (used within ``idle_seconds``)."""
+        horizon = time.monotonic() - self.idle_seconds
+        for session_id in [s for s in self._by_owner.get(owner, ()) if self._owners[s][1] < horizon]:
+            self._drop(session_id)
+        return len(self._by_owner.get(owner, ()))
+
+    def _drop(self, session_id: str) -> None:
+        entry = self._owners.pop(session_id, None)
+        if entry is not None:
+            held = self._by_owner.get(entry[0])
+            if held is not None:
+                held.discard(session_id)
+                if not held:
+                    del self._by_owner[entry[0]]
 
 
 class SecurityMiddleware:
@@ -158,7 +188,9 @@ class SecurityMiddleware:
         self.mcp_path = runtime.loaded.config.transport.path
         self.max_body_bytes = runtime.loaded.config.transport.max_body_bytes
         self.open_paths = {"/metrics"} if runtime.loaded.config.transport.metrics == "public" else set()
-        self.sessions = SessionOwners()
+        transport = runtime.loaded.config.transport
+        self.sessions = SessionOwners(idle_seconds=transport.session_idle_seconds)
+        self.sessions_per_caller = transport.max_sessions_per_caller
         named = {c.params["header"] for c in auth.challenges if "header" in c.params}
         self.secret_headers = {name.lower().encode("latin-1") for name in CREDENTIAL_HEADERS | named}
 
@@ -199,6 +231,8 @@ class SecurityMiddleware:
             scope["state"]["mcp_message"] = message  # read once: the direct path takes it from here
             try:
                 self._check_calls(message, principal)
+                if self.auth.enabled and headers.get("mcp-session-id") is None:
+                    self._check_session_quota(message, principal)
             except ToolError as err:
                 await self._refuse(err, scope, receive, send)
                 return
@@ -262,6 +296,17 @@ class SecurityMiddleware:
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
         message = f"the request body exceeds the limit of {self.max_body_bytes} bytes"
         await refused(413, message, path=scope.get("path"))(scope, receive, send)
+
+    def _check_session_quota(self, message: Any, principal: Principal) -> None:
+        """An ``initialize`` (it opens a session of the handshake era) by a caller already holding its quota."""
+        if isinstance(message, dict) and message.get("method") == "initialize":
+            held = self.sessions.open_sessions(principal.key)
+            if held >= self.sessions_per_caller:
+                raise RateLimitExceeded(
+                    f"this caller already holds {held} open MCP sessions (transport.max_sessions_per_caller): end one "
+                    "with DELETE, or let one go idle for transport.session_idle_seconds",
+                    details={"reason": "sessions", "limit": self.sessions_per_caller},
+                )
 
     def _check_calls(self, message: Any, principal: Principal) -> None:
         """Each ``tools/call`` in the message is one ``principal`` may make (its scopes)."""

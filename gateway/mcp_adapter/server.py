@@ -320,6 +320,8 @@ def http_app(
         host=host,
         max_request_body_size=max_body_bytes,
         custom_starlette_routes=list(routes),
+        session_idle_timeout=runtime.loaded.config.transport.session_idle_seconds,
+        max_sessions=runtime.loaded.config.transport.max_sessions,
     )
     exchange = ModernCallExchange(server, runtime, json_response=json_response)
     return FastToolCalls(app, exchange, path=path, modern=frozenset(MODERN_PROTOCOL_VERSIONS))
