@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio
 from starlette.types import Message, Receive
 
-__all__ = ["BodyTooLarge", "buffered"]
+__all__ = ["BodyTooLarge", "ClientGone", "buffered", "until_disconnected"]
+
+T = TypeVar("T")
+
+
+class ClientGone(Exception):
+    """The client hung up before its answer was ready: the work was cancelled, and nobody is there to answer."""
 
 
 class BodyTooLarge(Exception):
@@ -37,3 +47,32 @@ async def buffered(receive: Receive, *, limit: int | None = None) -> tuple[bytes
         return pending.pop(0) if pending else await receive()
 
     return body, replay
+
+
+async def until_disconnected(receive: Receive, work: Callable[[], Awaitable[T]]) -> T:
+    """``work()``, cancelled when the client hangs up first (:class:`ClientGone` then): a REST call that nobody
+    waits for any more stops, as an MCP call does. ``receive`` must have delivered the whole body already (what it
+    gives next is the disconnect)."""
+    gone = False
+    done: list[T] = []
+    failed: list[Exception] = []
+
+    async def watch(cancel: anyio.CancelScope) -> None:
+        nonlocal gone
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone = True
+        cancel.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch, group.cancel_scope)
+        try:
+            done.append(await work())
+        except Exception as exc:  # raised as it is, not in the task group's exception group
+            failed.append(exc)
+        group.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
+    if gone or not done:
+        raise ClientGone
+    return done[0]

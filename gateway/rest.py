@@ -28,6 +28,7 @@ from gateway.api.errors import ConfigError, ToolError
 from gateway.api.rate_limits import RateDecision
 from gateway.api.rest import RestRoute, RestRouteSource
 from gateway.api.tools import ScopeByArgument
+from gateway.asgi_body import ClientGone, until_disconnected
 from gateway.http_auth import HttpAuth
 from gateway.http_errors import error_envelope, log_refusal, refused, tool_error_response
 from gateway.http_security import scope_refusal
@@ -219,9 +220,11 @@ class RestApi:
         if denied is not None:
             return deny(denied)
         try:
-            outcome = await runtime.call_tool(name, arguments, context)
+            outcome = await until_disconnected(request.receive, lambda: runtime.call_tool(name, arguments, context))
         except UnknownTool:
             return refuse(404, f"no tool named {name!r}")
+        except ClientGone:  # the call was cancelled and logged so; there is nobody to answer
+            return Response(status_code=499)
         decision = context.state.get("rate_limit")
         headers = {
             "X-Correlation-ID": cid,

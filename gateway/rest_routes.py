@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response
 from gateway.api.context import CallContext, Principal
 from gateway.api.errors import ConfigError, Forbidden, InternalError, ToolError, ValidationFailed
 from gateway.api.rest import BODY_METHODS, RestRoute
+from gateway.asgi_body import ClientGone, until_disconnected
 from gateway.http_errors import tool_error_response
 from gateway.http_security import ANONYMOUS
 from gateway.logs import enter_call, exit_call
@@ -168,6 +169,8 @@ class ServedRoute:
         headers = {"X-Correlation-ID": context.correlation_id}  # and X-RateLimit-* once a token is taken
         try:
             response = await self._serve(request, context, headers)
+        except ClientGone:
+            response = Response(status_code=499)  # cancelled: the client hung up, nobody is there to answer
         except Exception as exc:
             response = self._error(exc, context.correlation_id, headers)
         log.info(
@@ -196,7 +199,7 @@ class ServedRoute:
         args = await self.input.read(route, request)
         token = enter_call(context.correlation_id, route.name)
         try:
-            result = await route.handler(args, context)
+            result = await until_disconnected(request.receive, lambda: route.handler(args, context))
         finally:
             exit_call(token)
         return self._render(result, headers)
