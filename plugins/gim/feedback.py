@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from gateway.api import CallContext, FieldKind, NotFound, ValidationFailed
+from gateway.api import CallContext, FieldKind, Forbidden, NotFound, ValidationFailed
 from gateway_plugins.gim.confidence import VoteTally
 from gateway_plugins.gim.intake import sanitized_fields
 from gateway_plugins.gim.schemas import (
@@ -122,12 +122,30 @@ async def _sanitized_confirmation(core: GimCore, args: ConfirmFixInput) -> Confi
     )
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+AUTHENTICATED = frozenset({"api_key", "jwt"})
+"""How callers of a shared deployment are known. There a fix is verified by others: a submitter's own success does
+not count. A personal memory (stdio, or HTTP without authentication) has one caller, whose confirmations count."""
+
+
+async def _not_own_submission(core: GimCore, master_id: str, ctx: CallContext, now: datetime) -> None:
+    mine = await core.repo.latest_event(core.store, "issue_submitted", ctx.principal.key, master_id, _EPOCH, now)
+    if mine is not None:
+        raise Forbidden(
+            f"you submitted to issue {master_id}: your own success does not verify it (confirmations count other "
+            "callers' results); report a failure with success=false if the fix did not work for you",
+            details={"reason": "own_submission", "issue_id": master_id},
+        )
+
+
 async def confirm_fix(core: GimCore, args: ConfirmFixInput, ctx: CallContext) -> ConfirmFixOutput:
     from gateway_plugins.gim.core import utcnow
 
     master_id = await resolve_master(core, args.issue_id)
-    args = await _sanitized_confirmation(core, args)
     now = utcnow()
+    if args.success and ctx.principal.method in AUTHENTICATED:
+        await _not_own_submission(core, master_id, ctx, now)
+    args = await _sanitized_confirmation(core, args)
     async with core.store.transaction() as tx:
         if not await core.repo.lock_master(tx, master_id, now):
             raise NotFound(f"Issue {master_id} not found.", details={"issue_id": master_id})

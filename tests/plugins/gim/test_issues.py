@@ -271,3 +271,27 @@ async def test_baseline_strategy_runs_through_the_same_tools(data_dir: Path) -> 
         assert found["issues"][0]["issue_id"] == first["master_issue_id"]
         core = client.runtime.packs["gim"].core
         assert core.kinds == ("combined",)
+
+
+async def test_in_a_shared_memory_a_submitter_does_not_verify_its_own_fix(gim: Any) -> None:
+    """Callers known by key or token: a submitter's own success is refused (others verify a fix); its failure, and
+    everyone else's confirmation, count. A personal memory's one caller (stdio) confirms its own fixes."""
+    runtime = gim.runtime
+    submitter = Principal(
+        subject="key:sub", tenant="acme", scopes=frozenset({"gim:read", "gim:write"}), method="api_key"
+    )
+    context = runtime.new_context(principal=submitter, transport="memory")
+    created = (await runtime.call_tool("gim_submit_issue", numpy_submission(), context)).body
+    issue_id = created["master_issue_id"]
+
+    async def confirm(success: bool) -> Any:
+        arguments = {"issue_id": issue_id, "success": success}
+        return await runtime.call_tool("gim_confirm_fix", arguments, runtime.new_context(principal=submitter))
+
+    own = await confirm(True)
+    assert own.is_error and own.error.code == "forbidden" and own.error.details["reason"] == "own_submission"
+    assert not (await confirm(False)).is_error
+    assert (await _confirm(runtime, "another", issue_id, True))["updated_verification_count"] == 1
+    local = await call(gim, "gim_submit_issue", numpy_submission())  # the local caller, over the in-memory client
+    confirmed = await call(gim, "gim_confirm_fix", {"issue_id": local["master_issue_id"], "success": True})
+    assert confirmed["status"] == "confirmed"
