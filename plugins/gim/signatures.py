@@ -57,6 +57,15 @@ _GLUED_VERSION = re.compile(r"\b([a-z]{3,})\d+(?:\.\d+)+\b", re.IGNORECASE)  # p
 # ", line 12" / ":12:5": blanks before "line" are taken from where their run starts.
 _LINE_REF = re.compile(r",?(?<!\s)\s*\bline \d+\b|:\d+(?::\d+)?(?:-\d+)?\b", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
+# Addresses that say which side failed, not where: ``::1`` (Node 17+ resolves localhost to IPv6) against
+# ``127.0.0.1`` is the whole difference between two causes. Named before line references and versions eat them.
+_LOCAL_ADDRESS = re.compile(r"(?<![\w:.\[])(?:\[::1\]|::1|127\.0\.0\.1|0\.0\.0\.0)(?![\w.\]])")
+_ADDRESS_WORDS = {
+    "::1": "ipv6-loopback",
+    "[::1]": "ipv6-loopback",
+    "127.0.0.1": "ipv4-loopback",
+    "0.0.0.0": "any-address",
+}
 _GUTTER = re.compile(r"^\s*(?:(?:-+>|>)\s*)?\d+\s*(?:\||$|\s)")  # notebook / compiler source gutters: "---> 16 x"
 _CARETS = re.compile(r"^[\s^~\-|]*$")
 _PROMPT = re.compile(r"^\s*(?:\([\w.\-]+\)\s*)?(?:[\w.\-]++@[\w.\-]++)?[:~\w/\\.\-]*+[$#%>]\s+")
@@ -163,6 +172,7 @@ def _normalise_line(line: str, components: list[str], *, keep_numbers: bool = Fa
     line = _URL.sub(lambda m: m["skip"] + m["url"].split("://", 1)[1].split("/", 1)[0], line)
     line = _TIMESTAMP.sub(" ", line)
     line = _UUID.sub(" ", line)
+    line = _LOCAL_ADDRESS.sub(lambda m: f" {_ADDRESS_WORDS[m[0]]} ", line)
     line = _HEX.sub(" ", line)
     line = _LINE_REF.sub(" ", line)
     line = _PATH.sub(lambda m: _shorten_path(m, components), line)

@@ -101,3 +101,16 @@ def test_a_named_tag_stays_and_a_line_of_prefix_alone_is_kept() -> None:
     assert normalise_error("[ERROR]").text == "[ERROR]"
     assert normalise_error("Error: writing blob").text == "Error: writing blob"  # a message's own word, not a level
     assert normalise_error("E   ImportError: x").exception_type == "ImportError"
+
+
+def test_a_loopback_address_is_named_not_stripped() -> None:
+    """``::1`` against ``127.0.0.1`` is the whole difference between two causes (Node 17+ resolving localhost to
+    IPv6, a database not running); the port goes, as line numbers do."""
+    six = normalise_error("Error: connect ECONNREFUSED ::1:5432").key_lines
+    four = normalise_error("Error: connect ECONNREFUSED 127.0.0.1:5432").key_lines
+    assert six == ("Error: connect ECONNREFUSED ipv6-loopback",)
+    assert four == ("Error: connect ECONNREFUSED ipv4-loopback",)
+    assert normalise_error("connect to [::1]:6379 failed").key_lines == ("connect to ipv6-loopback failed",)
+    assert normalise_error("std::vector<int>::size failed at x.cpp:12:3").key_lines == (
+        "std::vector<int>::size failed at x.cpp",
+    )
