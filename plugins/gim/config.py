@@ -77,7 +77,9 @@ class GimConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     strategy: Literal["hybrid", "baseline"] = "hybrid"
-    score_threshold: float = Field(0.2, ge=0.0, le=1.0, description="Minimum relevance of a search result.")
+    score_threshold: float = Field(
+        0.2, ge=0.0, le=1.0, description="Minimum fused relevance, or dense similarity, of a search result."
+    )
     oversampling: float = Field(2.0, ge=1.0, le=20.0, description="Candidates fetched per result slot.")
     candidate_pool: int = Field(
         20,
