@@ -21,6 +21,7 @@ from gateway.api import (
     VECTOR_STORE,
     CallContext,
     EmbeddingService,
+    FieldKind,
     PackContext,
     RelationalStore,
     SanitizationService,
@@ -255,11 +256,15 @@ class GimCore:
         db: Any = None,
     ) -> str:
         """Store a usage event (in ``db`` when given, so it commits with the action it describes). What the caller
-        named (session id, model, provider) goes through the query layers first: an identifier field can hold a
-        pasted key as well as any text."""
-        session_id, model, provider = [
-            await self.sanitization.sanitize_query(value) if value else value for value in (session_id, model, provider)
-        ]
+        named (session id, model, provider) goes through the free-text layers first, as a confirmation's session id
+        does: an identifier field can hold a pasted key or command line as well as any text. One the layers cannot
+        make safe is stored as ``<redacted>`` (the event still counts)."""
+        named = {"session_id": session_id, "model": model, "provider": provider}
+        fields = {name: (value, FieldKind.FREE_TEXT) for name, value in named.items() if value}
+        if fields:
+            report = await self.sanitization.sanitize_fields(fields)
+            named |= {name: "<redacted>" for name in fields} if report.refused else dict(report.fields)
+        session_id, model, provider = named["session_id"], named["model"], named["provider"]
         event_id = str(uuid.uuid4())
         await self.repo.insert_event(
             db or self.store,

@@ -138,3 +138,21 @@ async def test_a_time_with_no_utc_year_is_a_validation_error(gim: Any) -> None:
         gim, "gim_report_usage", {"event_type": "search", "session_id": "s", "timestamp": "2026-01-01T05:00:00+10:00"}
     )
     assert recorded["status"] == "recorded"
+
+
+@pytest.mark.anyio
+async def test_identifiers_a_client_names_are_sanitized_as_free_text(gim: Any) -> None:
+    """A session id or model name is whatever the client sends: a pasted command line keeps no password."""
+    created = await call(gim, "gim_submit_issue", submission(NUMPY_ERROR, NUMPY_CAUSE, actions=NUMPY_ACTIONS))
+    report = {
+        "event_type": "fix_applied",
+        "issue_id": created["master_issue_id"],
+        "session_id": "mysql -u root -pHunter2Secret",
+        "model": "s-xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+        "timestamp": "2025-01-27T10:00:00Z",
+    }
+    await call(gim, "gim_report_usage", report)
+    core = gim.runtime.packs["gim"].core
+    rows = await core.store.fetch_all("SELECT session_id, model FROM gim_usage_events WHERE event_type = 'fix_applied'")
+    stored = json.dumps(rows)
+    assert "Hunter2Secret" not in stored and "xoxb" not in stored and "mysql -u root -p" in stored
