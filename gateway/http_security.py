@@ -26,8 +26,6 @@ on 401 and 403.
 from __future__ import annotations
 
 import json
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
@@ -49,6 +47,7 @@ from gateway.api.errors import (
 from gateway.asgi_body import BodyTooLarge, buffered
 from gateway.http_auth import HttpAuth
 from gateway.http_errors import error_body, error_envelope, log_refusal, refused, tool_error_detail
+from gateway.http_sessions import SessionOwners
 from gateway.runtime import GatewayRuntime
 from gateway.wire import Rejection, rejection
 
@@ -120,51 +119,6 @@ def scope_refusal(
     return Forbidden(f"the caller lacks the scope {scope!r} required by {tool_name}", details={"scope": scope})
 
 
-class SessionOwners:
-    """Which principal opened each MCP session (a bounded map: the oldest entries go first), and when each was last
-    used: a session unused for ``idle_seconds`` has been ended by the SDK and no longer counts."""
-
-    def __init__(self, capacity: int = 20_000, *, idle_seconds: float = 300.0) -> None:
-        self.capacity = capacity
-        self.idle_seconds = idle_seconds
-        self._owners: OrderedDict[str, tuple[str, float]] = OrderedDict()
-        self._by_owner: dict[str, set[str]] = {}
-
-    def bind(self, session_id: str, owner: str) -> None:
-        self._drop(session_id)
-        self._owners[session_id] = (owner, time.monotonic())
-        self._by_owner.setdefault(owner, set()).add(session_id)
-        while len(self._owners) > self.capacity:
-            self._drop(next(iter(self._owners)))
-
-    def owner(self, session_id: str) -> str | None:
-        entry = self._owners.get(session_id)
-        if entry is None:
-            return None
-        self._owners[session_id] = (entry[0], time.monotonic())
-        self._owners.move_to_end(session_id)  # least recently used goes first, never a live session
-        return entry[0]
-
-    def forget(self, session_id: str) -> None:
-        self._drop(session_id)
-
-    def open_sessions(self, owner: str) -> int:
-        """How many sessions ``owner`` holds that are still alive (used within ``idle_seconds``)."""
-        horizon = time.monotonic() - self.idle_seconds
-        for session_id in [s for s in self._by_owner.get(owner, ()) if self._owners[s][1] < horizon]:
-            self._drop(session_id)
-        return len(self._by_owner.get(owner, ()))
-
-    def _drop(self, session_id: str) -> None:
-        entry = self._owners.pop(session_id, None)
-        if entry is not None:
-            held = self._by_owner.get(entry[0])
-            if held is not None:
-                held.discard(session_id)
-                if not held:
-                    del self._by_owner[entry[0]]
-
-
 class SecurityMiddleware:
     """Host/Origin checks, header-only credentials, authentication and MCP tool scopes (see the module doc)."""
 
@@ -189,7 +143,8 @@ class SecurityMiddleware:
         self.max_body_bytes = runtime.loaded.config.transport.max_body_bytes
         self.open_paths = {"/metrics"} if runtime.loaded.config.transport.metrics == "public" else set()
         transport = runtime.loaded.config.transport
-        self.sessions = SessionOwners(idle_seconds=transport.session_idle_seconds)
+        capacity = max(20_000, 2 * transport.max_sessions)
+        self.sessions = SessionOwners(capacity, idle_seconds=transport.session_idle_seconds)
         self.sessions_per_caller = transport.max_sessions_per_caller
         named = {c.params["header"] for c in auth.challenges if "header" in c.params}
         self.secret_headers = {name.lower().encode("latin-1") for name in CREDENTIAL_HEADERS | named}
@@ -206,6 +161,7 @@ class SecurityMiddleware:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        opening: str | None = None
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:  # said by the headers: refused at once
             await self._too_large(scope, receive, send)
@@ -232,7 +188,7 @@ class SecurityMiddleware:
             try:
                 self._check_calls(message, principal)
                 if self.auth.enabled and headers.get("mcp-session-id") is None:
-                    self._check_session_quota(message, principal)
+                    opening = self._reserve_session(message, principal)
             except ToolError as err:
                 await self._refuse(err, scope, receive, send)
                 return
@@ -242,7 +198,11 @@ class SecurityMiddleware:
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() not in self.secret_headers]
         if path == self.mcp_path and self.auth.enabled:
             send = self._track_session(scope, headers.get("mcp-session-id"), principal, send)
-        await self.app(scope, receive, send)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            if opening is not None:  # the session is bound by now, or was not opened
+                self.sessions.release(opening)
 
     def _track_session(self, scope: Scope, session_id: str | None, principal: Principal, send: Send) -> Send:
         """Bind a session the SDK opens in this response to ``principal``; forget one it ends."""
@@ -297,16 +257,19 @@ class SecurityMiddleware:
         message = f"the request body exceeds the limit of {self.max_body_bytes} bytes"
         await refused(413, message, path=scope.get("path"))(scope, receive, send)
 
-    def _check_session_quota(self, message: Any, principal: Principal) -> None:
-        """An ``initialize`` (it opens a session of the handshake era) by a caller already holding its quota."""
+    def _reserve_session(self, message: Any, principal: Principal) -> str | None:
+        """For an ``initialize`` (it opens a session of the handshake era): count the session being opened, or
+        refuse a caller already holding its quota. The principal's key when a session was counted."""
         if isinstance(message, dict) and message.get("method") == "initialize":
-            held = self.sessions.open_sessions(principal.key)
-            if held >= self.sessions_per_caller:
-                raise RateLimitExceeded(
-                    f"this caller already holds {held} open MCP sessions (transport.max_sessions_per_caller): end one "
-                    "with DELETE, or let one go idle for transport.session_idle_seconds",
-                    details={"reason": "sessions", "limit": self.sessions_per_caller},
-                )
+            held = self.sessions.reserve(principal.key, self.sessions_per_caller)
+            if held is None:
+                return principal.key
+            raise RateLimitExceeded(
+                f"this caller already holds {held} open MCP sessions (transport.max_sessions_per_caller): end one "
+                "with DELETE, or let one go idle for transport.session_idle_seconds",
+                details={"reason": "sessions", "limit": self.sessions_per_caller},
+            )
+        return None
 
     def _check_calls(self, message: Any, principal: Principal) -> None:
         """Each ``tools/call`` in the message is one ``principal`` may make (its scopes)."""

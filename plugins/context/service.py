@@ -169,8 +169,14 @@ class ContextService:
         log.info("context.started", chunks=len(self.live.index), files=len(self.live.index.live_files()))
 
     async def _declare_configured(self) -> None:
-        """Connectors declared in ``[plugins.context]`` exist in the store (added once, updated when changed)."""
+        """Connectors declared in ``[plugins.context]`` exist in the store (added once, updated when changed); one no
+        longer declared keeps its index and becomes the API's to change or remove."""
         assert self.connectors is not None
+        declared_names = {(declared.tenant, declared.name) for declared in self.config.connectors}
+        for row in await self.store.fetch_all("SELECT id, tenant, name FROM ctx_connectors WHERE origin = 'config'"):
+            if (row["tenant"], row["name"]) not in declared_names:  # taken out of the file: the API's to manage now
+                await self.repo.update_connector(self.store, row["id"], {"origin": "tool"})
+                log.warning("context.connector_undeclared", tenant=row["tenant"], connector=row["name"])
         for number, declared in enumerate(self.config.connectors):
             raw = declared.model_dump()
             tenant = raw.pop("tenant")

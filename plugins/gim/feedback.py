@@ -123,9 +123,10 @@ async def _sanitized_confirmation(core: GimCore, args: ConfirmFixInput) -> Confi
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-AUTHENTICATED = frozenset({"api_key", "jwt"})
-"""How callers of a shared deployment are known. There a fix is verified by others: a submitter's own success does
-not count. A personal memory (stdio, or HTTP without authentication) has one caller, whose confirmations count."""
+PERSONAL = frozenset({"none", "install", "config"})
+"""How the one caller of a personal memory is known (stdio, or HTTP without authentication): its confirmations of
+its own fixes count. Any other caller (a key, a token, a third-party authenticator's) is one of many in a shared
+deployment, where a fix is verified by others: a submitter's own success does not count."""
 
 
 async def _not_own_submission(core: GimCore, master_id: str, ctx: CallContext, now: datetime) -> None:
@@ -143,7 +144,7 @@ async def confirm_fix(core: GimCore, args: ConfirmFixInput, ctx: CallContext) ->
 
     master_id = await resolve_master(core, args.issue_id)
     now = utcnow()
-    if args.success and ctx.principal.method in AUTHENTICATED:
+    if args.success and ctx.principal.method not in PERSONAL:
         await _not_own_submission(core, master_id, ctx, now)
     args = await _sanitized_confirmation(core, args)
     async with core.store.transaction() as tx:

@@ -35,3 +35,52 @@ def test_one_caller_holds_at_most_its_quota_of_sessions_and_others_are_not_locke
         assert post_mcp(base, INITIALIZE, greedy).status_code == 429
         time.sleep(1.2)
         assert post_mcp(base, INITIALIZE, greedy).status_code == 200  # the idle ones have ended
+
+
+def test_a_burst_of_initialize_requests_cannot_pass_the_quota(tmp_path: Path) -> None:
+    """Sessions being opened count from the moment they are admitted, not once their answer binds them: sixteen
+    requests whose last byte arrives at once still open two sessions."""
+    import json
+    import socket
+    from urllib.parse import urlsplit
+
+    cfg = config(tmp_path, "api_key", transport={"max_sessions_per_caller": 2})
+
+    async def issue() -> str:
+        async with key_manager(cfg) as manager:
+            return (await manager.create_key(name="burst", scopes=[], tenant="acme")).key
+
+    key = anyio.run(issue)
+    body = json.dumps(INITIALIZE).encode()
+    request = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        b"Accept: application/json, text/event-stream\r\nX-API-Key: %s\r\nContent-Length: %d\r\n\r\n%s"
+        % (key.encode(), len(body), body)
+    )
+    with http_gateway(cfg, extra_plugins=PLUGINS) as (base, _):
+        url = urlsplit(base)
+        sockets = [socket.create_connection((url.hostname, url.port), timeout=30) for _ in range(16)]
+        for sock in sockets:
+            sock.sendall(request[:-1])
+        time.sleep(0.3)
+        for sock in sockets:
+            sock.sendall(request[-1:])
+        answers = []
+        for sock in sockets:
+            with sock:
+                answers.append(sock.recv(64).split(b" ")[1])
+    assert answers.count(b"200") == 2 and answers.count(b"429") == 14
+
+
+def test_a_session_that_looks_idle_keeps_its_owner() -> None:
+    """The SDK keeps a session with a long call or an event stream open: it stops counting, not being owned."""
+    from gateway.http_sessions import SessionOwners
+
+    owners = SessionOwners(idle_seconds=0.05)
+    assert owners.reserve("alice", 1) is None
+    owners.bind("s1", "alice")
+    owners.release("alice")
+    assert owners.reserve("alice", 1) == 1  # held
+    time.sleep(0.1)
+    assert owners.reserve("alice", 1) is None  # s1 looks idle: it no longer counts
+    assert owners.owner("s1") == "alice"  # but it is still alice's: nobody else may use it

@@ -166,6 +166,11 @@ async def test_declared_connectors_and_tenants(repo: Path, data_dir: Path) -> No
             {"action": "update", "connector_id": added, "connector_config": {"max_file_bytes": 10}},
         )
         assert "re-index" in updated["message"]
+    async with running_gateway(context_config(), data_dir) as client:  # taken out of the file: the API's now
+        listed = await call(client, "context.connector_management", {"action": "list"})
+        assert {(c["name"], c["origin"]) for c in listed["connectors"]} == {("declared", "tool"), ("added", "tool")}
+        removed = await call(client, "context.connector_management", {"action": "remove", "connector_id": declared})
+        assert removed["connectors"] == [] or declared not in {c["id"] for c in removed["connectors"]}
 
 
 async def test_stop_is_graceful_and_the_next_start_resumes(tmp_path: Path, data_dir: Path) -> None:
