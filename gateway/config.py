@@ -66,7 +66,7 @@ class TransportSection(_Section):
     header_timeout_seconds: float = Field(30.0, gt=0)
     """How long a request's headers may take to arrive (a slow client's connection is closed)."""
     body_timeout_seconds: float = Field(60.0, gt=0)
-    """How long a request's body may take to arrive once its headers have."""
+    """How long a request's body may stall (from its headers, or from its previous piece) before it is cut."""
     session_idle_seconds: float = Field(300.0, gt=0)
     """A handshake-era MCP session unused this long is ended (the SDK's default is 30 minutes)."""
     max_sessions: int = Field(10_000, ge=1)

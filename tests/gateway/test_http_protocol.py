@@ -83,3 +83,21 @@ def test_a_caller_without_credentials_is_refused_before_its_body_is_read(tmp_pat
         sock.settimeout(5)
         answer = sock.recv(65536)
     assert answer.startswith(b"HTTP/1.1 401 ")
+
+
+def test_a_head_sent_whole_in_one_read_is_held_to_the_limit_and_a_slow_body_is_not_cut(tmp_path: Path) -> None:
+    with http_gateway(_config(tmp_path)) as (base, _):
+        with _connect(base) as sock:  # complete, in one piece: parsed at once, still over the limit
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n")
+            assert _read_all(sock).startswith(b"HTTP/1.1 431 ")  # read whole: no reset before the answer
+        body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+        head = (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body)
+        )
+        with _connect(base) as sock:  # a body that takes longer than the timeout, never stalling that long
+            sock.sendall(head)
+            for start in range(0, len(body), 10):
+                time.sleep(0.2)
+                sock.sendall(body[start : start + 10])
+            assert _read_all(sock).startswith(b"HTTP/1.1 ")
