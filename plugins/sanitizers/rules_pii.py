@@ -16,9 +16,10 @@ Decisions (asserted by the corpus):
 * Phones need phone formatting: a ``+`` country code, or the North-American ``(202) 555-0143`` /
   ``202-555-0143`` shapes, or a ``phone:``/``tel``/``mobile`` label. A bare run of digits is never a phone.
 * Cards: 13-19 digits, uniformly grouped, a known issuer prefix and a valid Luhn checksum.
-* US social security numbers: ``ddd-dd-dddd`` as issued (no area 000, 666 or 9xx, no zero group or serial), not the
-  specimens printed in documentation. IBANs: country letters, check digits and a valid mod-97 checksum, compact or
-  in groups of four.
+* US social security numbers: ``ddd-dd-dddd`` named as one (``SSN``, ``social security number``...: a part or order
+  number has the same shape) and as issued (no area 000, 666 or 9xx, no zero group or serial), not the specimens
+  printed in documentation. IBANs: country letters, check digits and a valid mod-97 checksum, compact or in groups of
+  four, not the registry's and textbooks' examples.
 * Home paths: the account name (when the path rule, which replaces more, does not apply); shared account
   names of CI runners and images (``runner``, ``ubuntu``, ``root``...) are not personal.
 """
@@ -181,10 +182,18 @@ def _ssn(view: View) -> bool:
     return group != "00" and serial != "0000"
 
 
+_SPECIMEN_IBANS = frozenset(
+    {"GB82WEST12345698765432", "GB29NWBK60161331926819", "DE89370400440532013000", "NL91ABNA0417164300",
+     "FR1420041010050500013M02606", "CH9300762011623852957", "ES9121000418450200051332", "IT60X0542811101000000123456",
+     "BE68539007547034", "AT611904300234573201"}
+)  # fmt: skip
+"""The examples printed by the IBAN registry, banks and textbooks (never an account someone holds)."""
+
+
 def _iban(view: View) -> bool:
     """An IBAN: two letters, two check digits, and a valid ISO 13616 mod-97 checksum."""
     compact = view.value.replace(" ", "")
-    if not 15 <= len(compact) <= 34 or is_placeholder(compact):
+    if not 15 <= len(compact) <= 34 or is_placeholder(compact) or compact in _SPECIMEN_IBANS:
         return False
     rearranged = compact[4:] + compact[:4]
     return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
@@ -294,10 +303,12 @@ PII_RULES: tuple[Rule, ...] = (
     _p(
         "ssn",
         "SSN",
-        r"(?:^|[^\w.-])(?P<s>\d{3}-\d{2}-\d{4})",
+        # named as one: a part or order number has the same shape
+        r"(?i:\b(?:ssn|ss#|social[ _-]?security(?:[ _-]?(?:number|num|no))?|soc\.? ?sec\.?)\b)[^\n\d]{0,20}"
+        r"(?P<s>\d{3}-\d{2}-\d{4})",
         _ssn,
-        probe=r"\d{3}-\d{2}-\d{4}",
-        left=r"[\w.-]",
+        requires=("ssn", "ss#", "social", "soc"),
+        lower=True,
         right=r"[\w-]|\.\d",
     ),
     _p(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 
 from gateway_plugins.sanitizers.engine import Refiner, Rule, Validator, View
 from gateway_plugins.sanitizers.heuristics import (
@@ -65,6 +66,24 @@ def _whole_lines(view: View) -> tuple[int, int] | None:
     if cut >= 0 and view.after(1) not in ("", "\n", "\r", " ", "\t"):
         value = value[:cut].rstrip("\r")
     return view.start, view.start + len(value)
+
+
+_HEADER_BEFORE = re.compile(
+    r"(?:^|[^\w.-])(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:[a-z][a-z0-9-]{1,30}[ \t]+)?$", re.IGNORECASE
+)
+_SCHEME_NAME = re.compile(r"[A-Z0-9]+(?:-[A-Z0-9]+)+")  # AWS4-HMAC-SHA256: a scheme, not its credential
+
+
+def _authorization(view: View) -> bool:
+    """A credential in an ``Authorization`` header (or a variable, a key of a headers dict): the header's own
+    name before it, not a dotted path (``request.headers.authorization``) or another header (``x-authorization``),
+    and a value with digits that is no identifier, path or scheme name."""
+    value = view.value
+    if not _HEADER_BEFORE.search(view.line_before()) or _SCHEME_NAME.fullmatch(value):
+        return False
+    if not any(c.isdigit() for c in value) or (("." in value or "/" in value) and len(value) < 32):
+        return False
+    return looks_like_secret(value, min_length=12, min_entropy=3.0)
 
 
 def _bearer(view: View) -> bool:
@@ -307,7 +326,7 @@ SECRET_RULES: tuple[Rule, ...] = (
         "TOKEN",
         r"(?i:\b(?:proxy-)?authorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z][A-Za-z0-9-]{1,30}[ \t]+)?"
         r"(?P<s>[A-Za-z0-9._~+/-]{12,}=*)",
-        _bearer,
+        _authorization,
         conf=0.85,
         requires=("authorization",),
         lower=True,

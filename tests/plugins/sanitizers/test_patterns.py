@@ -115,7 +115,11 @@ NOT_SENSITIVE = [
     "git@github.com:acme/api.git user@example.com /home/runner/.cache/pip /usr/lib/python3.11/asyncio/x.py",
     "pip==24.0.0.1 torch 2.1.0+cu121 v1.2.3.4 Chrome/120.0.6099.109",
     "1234 5678 9012 3456 is not a card (bad checksum); 2024-01-15 10:30:00",
-    "specimen SSN 123-45-6789, area 900-12-3456 and 666-12-3456; released 2024-01-15; DE00123456789012345678",
+    "specimen SSN 123-45-6789, SSN 900-12-3456 and 666-12-3456; released 2024-01-15; DE00123456789012345678",
+    "part number 541-23-7788, order 512-34-5678; the registry's example IBAN GB82 WEST 1234 5698 7654 32",
+    "authorization: PermissionDeniedException thrown; authorization = TokenAuthentication.authenticate",
+    "x-authorization: application/json; request.headers.authorization: middleware.requireAuth(req)",
+    "Authorization: AWS4-HMAC-SHA256 Credential=<AWS_KEY_1>, authorization: src/middleware/authorization.ts",
     "the Authorization header is required for this endpoint; Authorization: <TOKEN>",
     "certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMvakNDQWVhZ0F3SUJBZ0lCQURBTkJna3Fo",
 ]
