@@ -62,7 +62,20 @@ class StdioExchange(Exchange, Protocol):
 @dataclass(eq=False)
 class _Running:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """The call's own scope, once it runs."""
+    queued: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """Its wait for a free slot (:data:`MAX_RUNNING`)."""
     cancelled_by_client: bool = False
+
+    def cancel(self) -> None:
+        self.queued.cancel()
+        self.scope.cancel()
+
+
+MAX_RUNNING = 64
+"""Calls of one stdio client that run at once; more wait their turn. The answers a client does not read stay within
+this many (a client writing faster than it reads is slowed by the pipe, not held in memory), while stdin is still
+read (a cancellation of a waiting call is seen at once)."""
 
 
 class FastStdioCalls:
@@ -79,16 +92,7 @@ class FastStdioCalls:
         self._busy = 0
         """Calls taken and not yet answered (their answer written or given up)."""
         self._idle = anyio.Event()
-        self._freed = anyio.Event()
-
-    async def freed(self) -> None:
-        """Return when the next call taken here is answered."""
-        await self._freed.wait()
-
-    @property
-    def busy(self) -> int:
-        """Calls taken and not yet answered."""
-        return self._busy
+        self._slots = anyio.Semaphore(MAX_RUNNING)
 
     def take(self, line: str) -> bool:
         """Whether ``line`` is handled here (a call now running beside the SDK's server); when False the SDK
@@ -104,7 +108,7 @@ class FastStdioCalls:
         if (key := self._exchange.cancelled_key(message)) is not None:
             if (running := self._running.get(key)) is not None:
                 running.cancelled_by_client = True
-                running.scope.cancel()
+                running.cancel()
             return False  # the SDK reads the notice too (it ignores ids it is not running)
         admitted = self._exchange.admit_message(message)
         if admitted is None or (key := self._exchange.request_key(admitted.request_id)) in self._running:
@@ -122,15 +126,24 @@ class FastStdioCalls:
     def close(self) -> None:
         """The connection ended: calls still running are cut short and answered "Connection closed"."""
         for running in self._running.values():
-            running.scope.cancel()
+            running.cancel()
 
     async def _serve(self, call: Admitted, key: str | int, running: _Running) -> None:
         try:
-            await self._answer(call, key, running)
+            with running.queued:
+                await self._slots.acquire()
+            if running.queued.cancelled_caught:  # cancelled by its client, or the connection ended, while waiting
+                if self._running.get(key) is running:
+                    del self._running[key]
+                if not running.cancelled_by_client:
+                    await self._write(self._exchange.closed(call.request_id), shielded=True)
+                return
+            try:
+                await self._answer(call, key, running)
+            finally:
+                self._slots.release()
         finally:
             self._busy -= 1
-            self._freed.set()
-            self._freed = anyio.Event()
             if not self._busy:
                 self._idle.set()
                 self._idle = anyio.Event()

@@ -174,11 +174,6 @@ async def serve_stdio(runtime: GatewayRuntime) -> None:
             fast.close()  # the grace ran out: calls still running are answered as the SDK's are
 
 
-MAX_IN_FLIGHT = 256
-"""Requests read from stdin and not answered yet, past which stdin is not read until one is: a client that writes
-requests faster than it reads answers (each answer held in memory) is slowed by the pipe instead."""
-
-
 class CheckedLines:
     """The stdin lines that are JSON-RPC messages, as the SDK's stdio reader iterates them.
 
@@ -190,18 +185,10 @@ class CheckedLines:
     The end of stdin reaches the SDK once the requests read so far are answered, or ``grace_seconds`` after it.
     """
 
-    def __init__(
-        self,
-        lines: LineSource,
-        fast: FastStdioCalls | None = None,
-        *,
-        grace_seconds: float = 0,
-        max_in_flight: int = MAX_IN_FLIGHT,
-    ) -> None:
+    def __init__(self, lines: LineSource, fast: FastStdioCalls | None = None, *, grace_seconds: float = 0) -> None:
         self._lines = aiter(lines)
         self._fast = fast
         self._grace = grace_seconds
-        self._max_in_flight = max_in_flight
         self._outstanding = Outstanding()
         self._answers: Any = None
         self._ready = anyio.Event()
@@ -218,7 +205,6 @@ class CheckedLines:
 
     async def __anext__(self) -> str:
         while True:
-            await self._room()
             try:
                 line = await anext(self._lines)
             except StopAsyncIteration:
@@ -235,17 +221,6 @@ class CheckedLines:
                 await self._answers.send(SessionMessage(refusal))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return line  # the server is shutting down: let the SDK drop the line as it would
-
-    async def _room(self) -> None:
-        """Return once fewer than ``max_in_flight`` requests read are unanswered (until then stdin is not read, and
-        the pipe pushes back on the client)."""
-        fast = self._fast
-        while len(self._outstanding) + (fast.busy if fast is not None else 0) >= self._max_in_flight:
-            with anyio.move_on_after(0.1):  # either count may fall: wait for the larger one, look at both again
-                if fast is None or len(self._outstanding) >= fast.busy:
-                    await self._outstanding.changed()
-                else:
-                    await fast.freed()
 
     async def _settle(self) -> None:
         """Wait (at most the grace) until what was read is answered: the SDK cancels what runs at the end of input."""

@@ -59,10 +59,6 @@ class Outstanding:
             self._changed.set()
             self._changed = anyio.Event()
 
-    async def changed(self) -> None:
-        """Return at the next answer (or cancellation) of a request read."""
-        await self._changed.wait()
-
     async def settled(self) -> None:
         """Return once every request read has been answered."""
         while self._ids:

@@ -188,6 +188,30 @@ async def test_a_cancelled_call_is_cancelled_and_not_answered(tmp_path: Path):
     assert plugin.pack is not None and len(plugin.pack.cancelled) == 1
 
 
+async def test_calls_past_the_running_limit_wait_their_turn_and_can_be_cancelled_while_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A client that sends calls faster than it reads answers: at most MAX_RUNNING run (and hold answers) at once;
+    the others wait, stdin is still read, and a call cancelled while it waits is never run nor answered."""
+    from gateway import stdio_fastcall
+
+    monkeypatch.setattr(stdio_fastcall, "MAX_RUNNING", 2)
+    async with _fast(tmp_path) as (fast, sink, plugin):
+        fast.take(_line(_request(1, "tools/list")))
+        for request_id in (2, 3, 4, 5):
+            assert fast.take(_line(_call(request_id, "feat_work", {"steps": 1, "seconds": 0.5})))
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
+        assert not fast.take(_line(cancel))
+        await anyio.sleep(0.3)
+        assert not sink.lines  # two running, two waiting
+        with anyio.fail_after(10):
+            while len(sink.lines) < 3:
+                await anyio.sleep(0.01)
+        await anyio.sleep(0.7)
+    assert sorted(line["id"] for line in sink.lines) == [2, 3, 4]  # 5 was cancelled while it waited
+    assert plugin.pack is not None and plugin.pack.cancelled == []  # it never ran
+
+
 async def test_lines_the_sdk_reads_otherwise_are_left_to_it(tmp_path: Path):
     async with _fast(tmp_path) as (fast, sink, plugin):
         fast.take(_line(_request(1, "tools/list")))

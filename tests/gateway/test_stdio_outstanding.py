@@ -55,20 +55,6 @@ async def test_a_refusal_reusing_the_id_of_a_running_request_does_not_answer_it(
     assert isinstance(refusal, mt.JSONRPCError) and refusal.id == 2 and refusal.error.code == mt.INVALID_REQUEST
 
 
-async def test_stdin_is_not_read_past_the_requests_in_flight_until_one_is_answered() -> None:
-    """A client that writes requests faster than it reads answers: reading stops, and the pipe pushes back."""
-    lines = [f'{{"jsonrpc": "2.0", "id": {n}, "method": "ping"}}\n' for n in range(5)]
-    checked = CheckedLines(_lines(lines), max_in_flight=3)
-    watch = checked.answer_through(anyio.create_memory_object_stream[SessionMessage](10)[0])
-    read = [await anext(checked) for _ in range(3)]
-    with anyio.move_on_after(0.3) as waiting:
-        await anext(checked)
-    assert waiting.cancelled_caught and read == lines[:3]  # three in flight: the fourth line stays in the pipe
-    await watch.send(SessionMessage(mt.JSONRPCResponse(jsonrpc="2.0", id=1, result={})))
-    with anyio.fail_after(5):
-        assert await anext(checked) == lines[3]
-
-
 async def _lines(lines: list[str]) -> Any:
     for line in lines:
         yield line
