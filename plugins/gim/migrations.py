@@ -127,7 +127,32 @@ INSERT INTO gim_state (name, value) VALUES ('index_seq', 0);
 
 _TERMS_V2 = "ALTER TABLE gim_items ADD COLUMN terms TEXT;"
 
+
+def _tenantless_keys(match: str) -> str:
+    """Identities of API keys made without a tenant (``key:`` and 16 hex digits) in their escaped form
+    (``key%3A...``: :attr:`gateway.api.Principal.key` escapes ``:`` when there is no tenant), so such a key's vote is
+    still replaced, not doubled, and its submissions still its own. ``match`` tests a column against the old form."""
+    return f"""
+DELETE FROM gim_votes WHERE {match.format(column="voter", prefix="")} AND EXISTS (
+    SELECT 1 FROM gim_votes AS escaped
+    WHERE escaped.issue_id = gim_votes.issue_id AND escaped.voter = 'key%3A' || substr(gim_votes.voter, 5)
+);
+UPDATE gim_votes SET voter = 'key%3A' || substr(voter, 5) WHERE {match.format(column="voter", prefix="")};
+UPDATE gim_usage_events SET principal = 'key%3A' || substr(principal, 5)
+    WHERE {match.format(column="principal", prefix="")};
+UPDATE gim_usage_events SET session_id = 'principal:key%3A' || substr(session_id, 15)
+    WHERE {match.format(column="session_id", prefix="principal:")};
+"""
+
+
+_HEX16 = "[0-9a-f]" * 16
+_KEYS_V3 = {
+    "sqlite": _tenantless_keys(f"{{column}} GLOB '{{prefix}}key:{_HEX16}'"),
+    "postgres": _tenantless_keys("{column} ~ '^{prefix}key:[0-9a-f]{{16}}$'"),
+}
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "gim schema", _SCHEMA_V1),
     Migration(2, "gim item explanation terms", _TERMS_V2),
+    Migration(3, "identities of tenant-less API keys, escaped", _KEYS_V3),
 )
