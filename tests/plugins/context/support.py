@@ -123,3 +123,33 @@ async def add_file_connector(client: Any, root: Path, name: str = "shop") -> str
         {"action": "add", "connector_config": {"type": "file", "name": name, "root": str(root)}},
     )
     return added["connectors"][0]["id"]
+
+
+async def resource_uris(client: Any) -> list[str]:
+    """Every ``resources/list`` entry, page after page."""
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = await client.list_resources(cursor=cursor) if cursor else await client.list_resources()
+        seen += [str(r.uri) for r in page.resources]
+        cursor = page.next_cursor
+        if cursor is None:
+            return seen
+
+
+async def the_connector(client: Any) -> tuple[Any, dict[str, Any], Any]:
+    """The context service, its one connector's row (default tenant) and that connector's live instance."""
+    service = client.runtime.packs["context"].service
+    (row,) = await service.repo.list_connectors(service.store, "default")
+    return service, row, await service.connectors.instance(row)
+
+
+async def index_directly(service: Any, row: dict[str, Any], connector: Any, documents: Any) -> Any:
+    """One forced :meth:`Indexer.run` of ``documents`` read through ``connector`` (no job around it)."""
+
+    async def progress(done: int, path: str | None) -> None:
+        pass
+
+    return await service.indexer.run(
+        row["id"], connector, documents, force=True, progress=progress, should_stop=lambda: False
+    )

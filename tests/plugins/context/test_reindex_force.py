@@ -14,7 +14,14 @@ import pytest
 from gateway.api import ProviderUnavailable, hookimpl
 from gateway.testing import running_gateway
 from gateway_plugins.context.vectors import collection_name
-from tests.plugins.context.support import add_file_connector, call, context_config, index_and_wait
+from tests.plugins.context.support import (
+    add_file_connector,
+    call,
+    context_config,
+    index_and_wait,
+    index_directly,
+    the_connector,
+)
 
 pytestmark = [pytest.mark.anyio]
 
@@ -119,7 +126,6 @@ async def test_a_job_cancelled_while_embedding_leaves_no_vector_of_a_replaced_ch
 async def test_a_passing_outage_of_the_source_keeps_what_is_stored(repo: Path, data_dir: Path) -> None:
     """A connector whose reads fail for a while (a wiki's API answering 503): the files stay as they were."""
     from gateway.api import ServiceUnavailable
-    from gateway_plugins.context.service import DEFAULT_TENANT
 
     class Flaky:
         def __init__(self, inner: Any) -> None:
@@ -134,17 +140,9 @@ async def test_a_passing_outage_of_the_source_keeps_what_is_stored(repo: Path, d
     async with running_gateway(context_config(), data_dir) as client:
         await add_file_connector(client, repo)
         await index_and_wait(client)
-        service = client.runtime.packs["context"].service
-        (row,) = await service.repo.list_connectors(service.store, DEFAULT_TENANT)
-        connector = await service.connectors.instance(row)
+        service, row, connector = await the_connector(client)
         scan = await connector.scan()
         before = await service.store.fetch_all("SELECT path, content_hash FROM ctx_files ORDER BY path")
-
-        async def progress(done: int, path: str | None) -> None:
-            pass
-
-        outcome = await service.indexer.run(
-            row["id"], Flaky(connector), scan.documents, force=True, progress=progress, should_stop=lambda: False
-        )
+        outcome = await index_directly(service, row, Flaky(connector), scan.documents)
         after = await service.store.fetch_all("SELECT path, content_hash FROM ctx_files ORDER BY path")
     assert outcome.removed == 0 and len(outcome.failed) == len(before) and after == before

@@ -10,8 +10,14 @@ import pytest
 
 from gateway.api import SkippedDocument
 from gateway.testing import running_gateway
-from gateway_plugins.context.service import DEFAULT_TENANT
-from tests.plugins.context.support import add_file_connector, call, context_config, index_and_wait
+from tests.plugins.context.support import (
+    add_file_connector,
+    call,
+    context_config,
+    index_and_wait,
+    index_directly,
+    the_connector,
+)
 
 pytestmark = [pytest.mark.anyio]
 
@@ -42,18 +48,10 @@ async def test_an_indexed_file_the_read_refuses_is_removed_and_counted(repo: Pat
     async with running_gateway(context_config(), data_dir) as client:
         await add_file_connector(client, repo)
         await index_and_wait(client)
-        service = client.runtime.packs["context"].service
-        (row,) = await service.repo.list_connectors(service.store, DEFAULT_TENANT)
-        connector = await service.connectors.instance(row)
+        service, row, connector = await the_connector(client)
         scan = await connector.scan()
         (repo / "shop" / "money.py").write_bytes(b"\x00\x01 now a binary file")  # between the scan and the read
-
-        async def progress(done: int, path: str | None) -> None:
-            pass
-
-        outcome = await service.indexer.run(
-            row["id"], connector, scan.documents, force=True, progress=progress, should_stop=lambda: False
-        )
+        outcome = await index_directly(service, row, connector, scan.documents)
         assert outcome.skipped == [SkippedDocument("shop/money.py", "binary")] and outcome.removed == 1
         assert outcome.failed and outcome.failed[0].startswith("shop/money.py: ")
         paths = {r["path"] for r in await service.store.fetch_all("SELECT path FROM ctx_files")}

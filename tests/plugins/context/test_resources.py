@@ -9,7 +9,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from gateway.testing import running_gateway
-from tests.plugins.context.support import add_file_connector, call, context_config, index_and_wait
+from tests.plugins.context.support import add_file_connector, call, context_config, index_and_wait, resource_uris
 
 pytestmark = [pytest.mark.anyio]
 
@@ -56,14 +56,7 @@ async def test_listing_is_paged(tmp_path: Path, data_dir: Path) -> None:
     async with running_gateway(context_config(context={"resources_page": 10}), data_dir) as client:
         await add_file_connector(client, root, name="many")
         await index_and_wait(client)
-        seen: list[str] = []
-        cursor = None
-        while True:
-            page = await client.list_resources(cursor=cursor) if cursor else await client.list_resources()
-            seen += [str(r.uri) for r in page.resources]
-            cursor = page.next_cursor
-            if cursor is None:
-                break
+        seen = await resource_uris(client)
         assert len(seen) == len(set(seen)) == 25
 
 
@@ -119,14 +112,7 @@ async def test_a_path_two_connectors_hold_is_listed_once(repo: Path, data_dir: P
         await add_file_connector(client, repo)
         await add_file_connector(client, fork, name="fork")
         await index_and_wait(client)
-        seen: list[str] = []
-        cursor = None
-        while True:
-            page = await client.list_resources(cursor=cursor) if cursor else await client.list_resources()
-            seen += [str(r.uri) for r in page.resources]
-            cursor = page.next_cursor
-            if cursor is None:
-                break
+        seen = await resource_uris(client)
         assert len(seen) == len(set(seen)) == 12  # the shop's six, and the six paths only the fork holds
         assert "engine://files/extra5.py" in seen
         billing = (await client.read_resource("engine://files/shop/billing.py")).contents[0].text
