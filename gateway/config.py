@@ -19,7 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from gateway.api.errors import ConfigError
 from gateway.api.registry import CHECK_PROVIDER_OPTIONS, CONFIG_DIR
 from gateway.plugin_manager import Registration, Registry
-from gateway.provider_options import installed_names, provider_options_check
+from gateway.provider_options import error_message, installed_names, provider_options_check
 
 DATA_DIR_ENV = "MCP_GATEWAY_DATA_DIR"
 LogLevel = Literal["debug", "info", "warning", "error"]
@@ -262,7 +262,7 @@ def _format_errors(source: str, exc: ValidationError, prefix: str = "") -> str:
         if err["type"] == "extra_forbidden":
             lines.append(f"{source}: unknown key '{key}'")
         else:
-            lines.append(f"{source}: '{key}': {err['msg'].removeprefix('Value error, ')}")
+            lines.append(f"{source}: '{key}': {error_message(err)}")
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from gateway.api.registry import CONFIG_DIR
 from gateway.plugin_manager import Registration, Registry
 
-__all__ = ["installed_names", "provider_options_check"]
+__all__ = ["error_message", "installed_names", "provider_options_check"]
 
 
 def installed_names(table: Mapping[str, Registration]) -> str:
@@ -40,6 +40,11 @@ def provider_options_check(registry: Registry, config_dir: Path) -> Callable[[st
     return check
 
 
+def error_message(error: Any) -> str:
+    """A pydantic error's message as a config error says it (without pydantic's ``Value error,`` in front)."""
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
 def _error_line(error: Any) -> str:
-    where, message = ".".join(str(part) for part in error["loc"]), str(error["msg"]).removeprefix("Value error, ")
+    where, message = ".".join(str(part) for part in error["loc"]), error_message(error)
     return f"{where}: {message}" if where else message
