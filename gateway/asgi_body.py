@@ -1,7 +1,8 @@
-"""Reading an ASGI request's body ahead of the application, which then reads it again."""
+"""Reading an ASGI request's body ahead of the application (which reads it again), and the disconnect after it."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -52,27 +53,17 @@ async def buffered(receive: Receive, *, limit: int | None = None) -> tuple[bytes
 async def until_disconnected(receive: Receive, work: Callable[[], Awaitable[T]]) -> T:
     """``work()``, cancelled when the client hangs up first (:class:`ClientGone` then): a REST call that nobody
     waits for any more stops, as an MCP call does. ``receive`` must have delivered the whole body already (what it
-    gives next is the disconnect)."""
-    gone = False
-    done: list[T] = []
-    failed: list[Exception] = []
-
-    async def watch(cancel: anyio.CancelScope) -> None:
-        nonlocal gone
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        gone = True
-        cancel.cancel()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(watch, group.cancel_scope)
+    gives next is the disconnect). The watcher is a bare asyncio task, as on the MCP direct path: no task group."""
+    with anyio.CancelScope() as scope:
+        watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, scope))
         try:
-            done.append(await work())
-        except Exception as exc:  # raised as it is, not in the task group's exception group
-            failed.append(exc)
-        group.cancel_scope.cancel()
-    if failed:
-        raise failed[0]
-    if gone or not done:
-        raise ClientGone
-    return done[0]
+            return await work()
+        finally:
+            watcher.cancel()
+    raise ClientGone
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
