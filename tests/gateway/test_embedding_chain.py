@@ -389,26 +389,32 @@ async def test_the_host_leaves_gemini_out_without_a_key(
     assert fake_gemini.requests == []
 
 
+class _Stalled:
+    """An embedder that never answers (a service that accepted the connection and went quiet)."""
+
+    dimension = 384
+    max_batch = 8
+    max_input_chars = 1000
+
+    def __init__(self, embedder_id: str) -> None:
+        self.id = embedder_id
+
+    async def embed(self, texts: Sequence[str], *, task: EmbedTask) -> list[list[float]]:
+        await anyio.sleep(3600)
+        return []
+
+    async def aclose(self) -> None:
+        pass
+
+
 @pytest.mark.anyio
 async def test_a_slow_first_link_is_abandoned_at_the_query_deadline_and_after_the_document_grace():
-    class Slow:
-        id = "slow/model/384"
-        dimension = 384
-        max_batch = 8
-        max_input_chars = 1000
-
-        async def embed(self, texts, *, task):
-            await anyio.sleep(30)
-
-        async def aclose(self):
-            pass
-
     local = LocalEmbedder.load()
-    chain = EmbedderChain([("slow", Slow()), ("local", local)], query_deadline_seconds=0.2)
+    chain = EmbedderChain([("slow", _Stalled("slow/model/384")), ("local", local)], query_deadline_seconds=0.2)
     with anyio.fail_after(10):
         result = await chain.embed_query("ModuleNotFoundError: No module named 'numpy'")
     assert result.embedder_id == local.id and result.skipped == ("slow/model/384",)
-    chain = EmbedderChain([("slow", Slow()), ("local", local)], document_grace_seconds=0.3)
+    chain = EmbedderChain([("slow", _Stalled("slow/model/384")), ("local", local)], document_grace_seconds=0.3)
     started = anyio.current_time()
     with anyio.fail_after(10):  # documents go on with the fallback's vectors; the slow link's are filled in later
         documents = await chain.embed_documents(["ModuleNotFoundError: No module named 'numpy'"])
@@ -417,20 +423,8 @@ async def test_a_slow_first_link_is_abandoned_at_the_query_deadline_and_after_th
 
 
 async def test_a_fallback_that_hangs_fails_the_call_at_its_deadline(local: LocalEmbedder) -> None:
-    class Hung:
-        id = "hung/model/384"
-        dimension = 384
-        max_batch = 8
-        max_input_chars = 1000
-
-        async def embed(self, texts, *, task):
-            await anyio.sleep(3600)
-
-        async def aclose(self):
-            pass
-
     deadlines = {"query": 0.2, "document": 0.3}
-    chain = EmbedderChain([("local", local), ("hung", Hung())], fallback_deadline_seconds=deadlines)
+    chain = EmbedderChain([("local", local), ("hung", _Stalled("hung/model/384"))], fallback_deadline_seconds=deadlines)
     with anyio.fail_after(10), pytest.raises(ServiceUnavailable, match=r"query deadline of 0\.2s") as query:
         await chain.embed_query("ModuleNotFoundError: No module named 'numpy'", skip=[local.id])
     assert query.value.details == {"embedder": "hung/model/384"}
