@@ -2,7 +2,8 @@
 
 Hook markers, the Tool/ToolPack types (with resources and prompts), REST routes, the call context, errors, the
 provider protocols (Embedder, VectorStore, Sanitizer, RateLimiter, RelationalStore, Authenticator, Connector), the
-client for other MCP servers (UpstreamConnector), and :func:`off_loop` for CPU-bound work.
+client for other MCP servers (UpstreamConnector), and :func:`off_loop` for CPU-bound work (with :func:`parse_python`,
+``ast.parse`` safe in its worker threads).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ from gateway.api.judges import (
     source_lines,
 )
 from gateway.api.markers import PROJECT_NAME, hookimpl
-from gateway.api.offload import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, sanitize_off_loop
+from gateway.api.offload import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, parse_python, sanitize_off_loop
 from gateway.api.rate_limits import RateDecision, RateLimiter, RateLimitRule
 from gateway.api.registry import (
     AUTH,
@@ -294,6 +295,7 @@ __all__ = [
     "filter_conditions",
     "hookimpl",
     "off_loop",
+    "parse_python",
     "rubric_score",
     "sanitize_off_loop",
     "scrub_secrets",

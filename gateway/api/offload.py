@@ -14,6 +14,8 @@ the event loop's life; the first call starts one, about half a second).
 
 from __future__ import annotations
 
+import ast
+import threading
 from collections.abc import Callable
 from functools import partial
 from typing import TypeVar
@@ -25,7 +27,7 @@ from anyio import BrokenWorkerProcess
 
 from gateway.api.sanitizers import FieldKind, PlaceholderMap, SanitizedText, Sanitizer
 
-__all__ = ["OFF_LOOP_CHARS", "PROCESS_CHARS", "off_loop", "sanitize_off_loop"]
+__all__ = ["OFF_LOOP_CHARS", "PROCESS_CHARS", "off_loop", "parse_python", "sanitize_off_loop"]
 
 T = TypeVar("T")
 
@@ -72,3 +74,19 @@ async def sanitize_off_loop(
         return await layer.sanitize(text, kind=kind, placeholders=placeholders)
     result: SanitizedText = await off_loop(partial(run_sync, text, placeholders=placeholders), size=len(text))
     return result
+
+
+_PARSE_LOCK = threading.RLock()
+
+
+def parse_python(source: str, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse(source, filename=filename)``, one call at a time in the process, so that it is safe in the worker
+    threads :func:`off_loop` uses.
+
+    CPython 3.11 counts the depth of the syntax tree it is building in state shared by every thread
+    (python/cpython#106905): when a garbage collection inside one thread's ``ast.parse`` runs a finalizer and the
+    interpreter switches to another thread that parses too, one of the two fails with ``SystemError: AST
+    constructor recursion depth mismatch``. Worker processes have their own state and need no lock.
+    """
+    with _PARSE_LOCK:
+        return ast.parse(source, filename=filename)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pyflakes import checker as pyflakes_checker
 from pyflakes import messages as pyflakes_messages
 
-from gateway.api import ReviewFile, Severity, source_lines
+from gateway.api import ReviewFile, Severity, parse_python, source_lines
 from gateway_plugins.judges.findings import DELETE, REWRITE, Finding, LineEdit
 
 _UNDEFINED = (pyflakes_messages.UndefinedName, pyflakes_messages.UndefinedLocal, pyflakes_messages.UndefinedExport)
@@ -64,7 +64,7 @@ class PythonReport:
 def undefined_names(source: str) -> set[str] | None:
     """The undefined names pyflakes reports in ``source``, or ``None`` when it does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
         found = pyflakes_checker.Checker(tree, filename="<fix>").messages
     except (SyntaxError, ValueError, RecursionError):
         return None
@@ -83,7 +83,7 @@ def analyse_python(file: ReviewFile, *, complexity_threshold: int, is_test: bool
         return report
     lines = source_lines(file.content)
     try:
-        tree = ast.parse(file.content, filename=file.path)
+        tree = parse_python(file.content, filename=file.path)
     except (SyntaxError, ValueError, RecursionError) as error:  # nested too deeply: Python cannot compile it either
         if file.fragment:
             report.note = f"{file.path}: the diff hunks alone do not parse; only line checks ran"

@@ -8,14 +8,13 @@ reviewed as a fragment (lines outside them blank, so line numbers stay those of 
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
 from functools import partial
 
 import anyio.to_thread
 
-from gateway.api import PROCESS_CHARS, ReviewFile, off_loop
+from gateway.api import PROCESS_CHARS, ReviewFile, off_loop, parse_python
 from gateway_plugins.thinking import diffs, git
 from gateway_plugins.thinking.triggers import fenced_blocks, has_diff_markers, looks_like_code, outside_fences
 from gateway_plugins.thinking.workspace import PathRefused, Workspace
@@ -46,7 +45,7 @@ class ThoughtCode:
 def _guess_suffix(text: str) -> str:
     if _PYTHON_HINT.search(text):
         try:
-            ast.parse(text)
+            parse_python(text)
         except (SyntaxError, ValueError, RecursionError):
             return ".txt"
         return ".py"

@@ -1,14 +1,18 @@
-"""``gateway.api.off_loop``: small work inline, long work in a worker thread, code for ``ast`` in a worker process."""
+"""``gateway.api.off_loop``: small work inline, long work in a worker thread, code for ``ast`` in a worker process;
+``parse_python`` one at a time."""
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
 import threading
+from types import FrameType
 
 import anyio
 import pytest
 
-from gateway.api import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop
+from gateway.api import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, parse_python
 from tests.holding import PATIENCE
 
 pytestmark = pytest.mark.anyio
@@ -53,3 +57,51 @@ async def test_work_falls_back_to_a_thread_when_no_worker_process_starts(monkeyp
     monkeypatch.setattr(anyio.to_process, "run_sync", broken)
     ran_in = await off_loop(threading.get_ident, size=PROCESS_CHARS, process_from=PROCESS_CHARS)
     assert ran_in != threading.get_ident(), "in a worker thread, not on the loop"
+
+
+def test_parse_python_waits_for_a_parse_underway_in_another_thread() -> None:
+    """CPython 3.11 keeps the depth of the tree ``ast.parse`` builds in state every thread shares: a second thread
+    parsing while a garbage collection inside the first one's parse runs Python code breaks it (``SystemError: AST
+    constructor recursion depth mismatch``). A collection callback stands in for that finalizer: it starts a second
+    parse from inside the first and sees it wait for the first to end."""
+    source = "\n".join(f"def f{i}(a):\n    return [a * x for x in range({i})]\n" for i in range(200))
+    parser = threading.current_thread()
+    seen: dict[str, bool] = {}
+    other = threading.Thread(target=parse_python, args=("x = 1",))
+
+    collections = 0
+
+    def inside_the_parse(phase: str, info: dict[str, int]) -> None:
+        nonlocal collections
+        if threading.current_thread() is not parser or "started" in seen or not _within(parse_python, sys._getframe()):
+            return
+        collections += 1
+        if collections < 100:  # well into building the tree: the lock is held by then
+            return
+        seen["started"] = True
+        other.start()
+        other.join(timeout=0.5)
+        seen["other_waited"] = other.is_alive()
+
+    threshold = gc.get_threshold()
+    gc.collect()
+    gc.callbacks.append(inside_the_parse)
+    gc.set_threshold(1)
+    try:
+        tree = parse_python(source)
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(inside_the_parse)
+    other.join(timeout=PATIENCE)
+    assert seen == {"started": True, "other_waited": True}
+    assert not other.is_alive()
+    assert len(tree.body) == 200
+
+
+def _within(function: object, frame: FrameType | None) -> bool:
+    code = getattr(function, "__code__", None)
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
