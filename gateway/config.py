@@ -84,8 +84,8 @@ class TransportSection(_Section):
     """``GET /metrics`` (Prometheus): behind authentication like every other route (``private``), open to anyone
     who can reach the port (``public``, for a scraper on a private network), or not served (``off``)."""
     shutdown_grace_seconds: float = Field(10.0, ge=0)
-    """On ``SIGTERM``/``SIGINT`` over HTTP, how long requests in flight may run before they are cancelled and the
-    gateway stops (clients' open event streams end at once)."""
+    """On ``SIGTERM``/``SIGINT`` over HTTP, how long requests in flight may run before they are cancelled (each
+    answered with a retryable 503) and the gateway stops (clients' open event streams end at once)."""
 
     @field_validator("path")
     @classmethod

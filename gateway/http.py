@@ -8,6 +8,7 @@ scopes (:mod:`gateway.http_security`) → route.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
 from collections.abc import Awaitable, Callable
@@ -29,10 +30,10 @@ from gateway.api.registry import AUTH
 from gateway.asgi_body import BodyTooLarge, buffered
 from gateway.http_auth import HttpAuth, describe_auth
 from gateway.http_errors import refused
+from gateway.http_inflight import InFlight
 from gateway.http_jsonrpc import JsonRpcErrorBodies
 from gateway.http_protocol import HttpLimits, bounded_protocol
 from gateway.http_security import SecurityMiddleware, allowed_hosts, allowed_origins, is_public
-from gateway.http_streams import EventStreams
 from gateway.rest import RestApi
 from gateway.runtime import GatewayRuntime
 
@@ -101,6 +102,10 @@ class _PublicBypass:
         public = scope["type"] == "http" and is_public(scope.get("path", ""))
         await (self.inner if public else self.guarded)(scope, receive, send)
 
+
+CUT_BACKSTOP_SECONDS = 2.0
+"""After the shutdown grace, how long requests cut by :class:`InFlight` may take to answer before uvicorn cancels
+what is left (a request that ignores its cancellation, say)."""
 
 HEALTH_PROBE_SECONDS = 2.0
 """How long ``/health`` waits for each relational store to answer (:class:`gateway.api.RelationalStore`)."""
@@ -250,22 +255,27 @@ async def serve_http(
     signal once stopped, ending the process before the runtime is stopped)."""
     t = runtime.loaded.config.transport
     host = host or t.host
-    streams = EventStreams(build_http_app(runtime, host), t.path)
+    inflight = InFlight(build_http_app(runtime, host), t.path, t.max_body_bytes)
     config = uvicorn.Config(
-        streams,
+        inflight,
         host=host,
         port=t.port if port is None else port,
         log_config=None,
         lifespan="on",
-        timeout_graceful_shutdown=t.shutdown_grace_seconds,  # requests in flight; event streams end at once
+        # a backstop: requests in flight are cut (and answered) when the grace ends; event streams end at once
+        timeout_graceful_shutdown=t.shutdown_grace_seconds + CUT_BACKSTOP_SECONDS,
         http=bounded_protocol(HttpLimits(t.max_header_bytes, t.header_timeout_seconds, t.body_timeout_seconds)),
     )
     server = uvicorn.Server(config)
     stopping = server.shutdown
 
     async def shutdown(sockets: Any = None) -> None:
-        streams.end_all()
-        await stopping(sockets)
+        inflight.end_streams()
+        cut = asyncio.get_running_loop().call_later(t.shutdown_grace_seconds, inflight.cut_requests)
+        try:
+            await stopping(sockets)
+        finally:
+            cut.cancel()
 
     server.shutdown = shutdown  # type: ignore[method-assign]
     if not capture_signals:

@@ -45,6 +45,30 @@ def request_id(body: bytes) -> Any:
     return None
 
 
+class BodyRecorder:
+    """An ASGI ``receive`` that remembers the request body, up to ``max_bytes`` (past it, nothing), to find the
+    request's JSON-RPC id."""
+
+    def __init__(self, receive: Receive, max_bytes: int) -> None:
+        self._receive = receive
+        self._max_bytes = max_bytes
+        self._seen = bytearray()
+        self._overflow = max_bytes <= 0
+
+    async def receive(self) -> Message:
+        message = await self._receive()
+        if message["type"] == "http.request" and not self._overflow:
+            self._seen.extend(message.get("body", b""))
+            if len(self._seen) > self._max_bytes:
+                self._overflow = True
+                self._seen.clear()
+        return message
+
+    def request_id(self) -> Any:
+        """:func:`request_id` of the body read so far (``None`` past the limit)."""
+        return None if self._overflow else request_id(bytes(self._seen))
+
+
 def as_jsonrpc_error(status: int, body: bytes, rpc_id: Any) -> dict[str, Any] | None:
     """``body`` of an error response at ``status`` as a JSON-RPC error, or ``None`` when it already is one.
 
@@ -103,19 +127,7 @@ class JsonRpcErrorBodies:
         if scope["type"] != "http" or scope.get("path") != self.path:
             await self.app(scope, receive, send)
             return
-        seen = bytearray()
-        overflow = False
-
-        async def recording_receive() -> Message:
-            nonlocal overflow
-            message = await receive()
-            if message["type"] == "http.request" and not overflow:
-                seen.extend(message.get("body", b""))
-                if len(seen) > self.max_body_bytes:
-                    overflow = True
-                    seen.clear()
-            return message
-
+        body = BodyRecorder(receive, self.max_body_bytes)
         held: Message | None = None
         chunks: list[bytes] = []
 
@@ -130,9 +142,9 @@ class JsonRpcErrorBodies:
             chunks.append(message.get("body", b""))
             if message.get("more_body", False):
                 return
-            await self._send_error(held, b"".join(chunks), None if overflow else request_id(bytes(seen)), scope, send)
+            await self._send_error(held, b"".join(chunks), body.request_id(), scope, send)
 
-        await self.app(scope, recording_receive, rewriting_send)
+        await self.app(scope, body.receive, rewriting_send)
 
     async def _send_error(self, start: Message, body: bytes, rpc_id: Any, scope: Scope, send: Send) -> None:
         status = start["status"]

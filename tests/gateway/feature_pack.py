@@ -49,6 +49,7 @@ class FeaturePack(ToolPack):
 
     def __init__(self, context: PackContext) -> None:
         self.context = context
+        self.started: list[str] = []
         self.cancelled: list[str] = []
         self.extra: list[str] = []
 
@@ -61,6 +62,7 @@ class FeaturePack(ToolPack):
         )
 
     async def work(self, args: WorkIn, ctx: CallContext) -> WorkOut:
+        self.started.append(ctx.correlation_id)
         try:
             for step in range(1, args.steps + 1):
                 await anyio.sleep(args.seconds)
