@@ -26,7 +26,7 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": 
 # match of the run always does; the guards below never drop a match). tests/plugins/gim/test_signatures_linear.py
 # checks every pattern against the form it replaced, on random text.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_PLACEHOLDER = re.compile(r"<[A-Z][A-Z0-9_]*?(?:_\d+)?>")
+_PLACEHOLDER = re.compile(r"<(?P<label>[A-Z][A-Z0-9_]*?)(?:_\d+)?>")
 _SCHEME_CHAR = r"[a-z0-9+.-]"
 _URL = re.compile(
     # A URL starts at a word boundary inside a run of scheme characters that ends in "://". The run's start is
@@ -147,6 +147,12 @@ def normalise_text(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+def readable_placeholders(text: str) -> str:
+    """``text`` with each sanitiser placeholder as the kind of value it stands for (``<INTERNAL_HOST_1>`` becomes
+    ``<internal host>``): for a title, which reads wrong with the value simply gone ("fails on  from")."""
+    return _PLACEHOLDER.sub(lambda m: f"<{m['label'].lower().replace('_', ' ')}>", text)
+
+
 def _strip_log_prefix(line: str) -> str:
     """``line`` without its log prefix (see ``_PREFIX_PIECE``); a line that is (nearly) all prefix is left as it
     is, so that it is not dropped as empty."""
@@ -189,12 +195,12 @@ def _normalise_line(line: str, components: list[str], *, keep_numbers: bool = Fa
 def failure_line(text: str, signature: ErrorSignature) -> str | None:
     """The line of ``text`` that states the failure (the signature's last key line) as a reader wants it: free of
     paths, versions, addresses and line numbers like the key line, but with its numbers (``[Errno 13]``,
-    ``HTTP 404``) kept."""
+    ``HTTP 404``) kept and its placeholders readable (:func:`readable_placeholders`)."""
     if not signature.key_lines:
         return None
     for raw_line in _clean(text).splitlines():
         if raw_line.strip() and _normalise_line(raw_line, []) == signature.key_lines[-1]:
-            return _normalise_line(raw_line, [], keep_numbers=True)
+            return _normalise_line(readable_placeholders(raw_line), [], keep_numbers=True)
     return None
 
 

@@ -19,6 +19,7 @@ from gateway_plugins.gim.signatures import (
     lexical_tokens,
     normalise_error,
     normalise_text,
+    readable_placeholders,
 )
 
 __all__ = [
@@ -81,8 +82,12 @@ def query_texts(text: str, *, hybrid: bool) -> tuple[str, list[str]] | None:
     return query, lexical_tokens(query)
 
 
+_SPACE_BEFORE_STOP = re.compile(r" ([.,;)])(?=\s|$)")
+"""A blank left before a full stop or comma where a port or number was taken out ("<internal host> ." )."""
+
+
 def _shorten(text: str, limit: int = _TITLE_LIMIT) -> str:
-    text = re.sub(r"\s+", " ", text).strip()
+    text = _SPACE_BEFORE_STOP.sub(r"\1", re.sub(r"\s+", " ", text).strip())
     if len(text) <= limit:
         return text
     cut = text[: limit - 1].rsplit(" ", 1)[0]
@@ -91,9 +96,10 @@ def _shorten(text: str, limit: int = _TITLE_LIMIT) -> str:
 
 def canonical_title(description: str, error_message: str | None, signature: ErrorSignature) -> str:
     """A machine-independent title: the submitter's description when it is their own words, otherwise (it merely
-    repeats the error) the normalised failure line, so the title carries no path, version or line number."""
+    repeats the error) the normalised failure line, so the title carries no path, version or line number. A value the
+    sanitizer replaced reads as its kind (``<internal host>``)."""
     first = next((line for line in description.splitlines() if line.strip()), description)
     copied = bool(error_message) and first.strip() in (error_message or "")
     if (copied or not first.strip()) and signature.key_lines:
         return _shorten(failure_line(error_message or description, signature) or signature.key_lines[-1])
-    return _shorten(normalise_text(first)) or _shorten(signature.head) or "Untitled issue"
+    return _shorten(normalise_text(readable_placeholders(first))) or _shorten(signature.head) or "Untitled issue"

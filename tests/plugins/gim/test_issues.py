@@ -103,6 +103,31 @@ async def test_search_answer_shape_and_embedder(gim: Any) -> None:
     assert "/home/alice" not in issue["canonical_title"]
 
 
+async def test_a_title_says_what_kind_of_value_the_sanitizer_took_out(gim: Any) -> None:
+    error = "psycopg.OperationalError: connection to server at db01.internal.acme-corp.com failed: timeout expired"
+    described = submission(
+        error,
+        "The VPN route to the internal database network was missing, so connections timed out.",
+        description="Reports fail for billing_admin on db01.internal.acme-corp.com from /home/alice/app/report.py",
+    )
+    copied = submission(
+        "redis.exceptions.ConnectionError: Error -2 connecting to cache01.corp.example.lan:6379. Name or service not known.",
+        "The cron environment had no search domain, so the internal cache host name did not resolve.",
+    )
+    titles = []
+    for args in (described, copied):
+        created = await call(gim, "gim_submit_issue", args)
+        bundle = await call(gim, "gim_get_fix_bundle", {"issue_id": created["issue_id"]})
+        found = await call(gim, "gim_search_issues", {"error_message": args["error_message"]})
+        assert found["issues"][0]["issue_id"] == bundle["issue_id"]
+        titles.append(found["issues"][0]["canonical_title"])
+    assert titles[0] == "Reports fail for billing_admin on <internal host> from <path>/report.py"
+    assert (
+        titles[1]
+        == "redis.exceptions.ConnectionError: Error -2 connecting to <internal host>. Name or service not known."
+    )
+
+
 async def test_pagination_by_offset(gim: Any) -> None:
     for i, name in enumerate(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"]):
         error = f"KeyError: 'missing_{name}_setting' while loading settings module {name}_conf"
