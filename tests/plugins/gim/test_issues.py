@@ -111,7 +111,8 @@ async def test_a_title_says_what_kind_of_value_the_sanitizer_took_out(gim: Any) 
         description="Reports fail for billing_admin on db01.internal.acme-corp.com from /home/alice/app/report.py",
     )
     copied = submission(
-        "redis.exceptions.ConnectionError: Error -2 connecting to cache01.corp.example.lan:6379. Name or service not known.",
+        "redis.exceptions.ConnectionError: Error -2 connecting to cache01.corp.example.lan:6379. "
+        "Name or service not known.",
         "The cron environment had no search domain, so the internal cache host name did not resolve.",
     )
     titles = []
