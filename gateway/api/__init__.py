@@ -63,7 +63,7 @@ from gateway.api.judges import (
     source_lines,
 )
 from gateway.api.markers import PROJECT_NAME, hookimpl
-from gateway.api.offload import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, parse_python, sanitize_off_loop
+from gateway.api.offload import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, parse_python, parsing_python, sanitize_off_loop
 from gateway.api.rate_limits import RateDecision, RateLimiter, RateLimitRule
 from gateway.api.registry import (
     AUTH,
@@ -296,6 +296,7 @@ __all__ = [
     "hookimpl",
     "off_loop",
     "parse_python",
+    "parsing_python",
     "rubric_score",
     "sanitize_off_loop",
     "scrub_secrets",

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import ast
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import TypeVar
 
@@ -27,7 +28,7 @@ from anyio import BrokenWorkerProcess
 
 from gateway.api.sanitizers import FieldKind, PlaceholderMap, SanitizedText, Sanitizer
 
-__all__ = ["OFF_LOOP_CHARS", "PROCESS_CHARS", "off_loop", "parse_python", "sanitize_off_loop"]
+__all__ = ["OFF_LOOP_CHARS", "PROCESS_CHARS", "off_loop", "parse_python", "parsing_python", "sanitize_off_loop"]
 
 T = TypeVar("T")
 
@@ -79,6 +80,14 @@ async def sanitize_off_loop(
 _PARSE_LOCK = threading.RLock()
 
 
+@contextmanager
+def parsing_python() -> Iterator[None]:
+    """Hold this while running code that calls ``ast.parse`` itself (pyflakes parses string annotations): no other
+    thread parses Python meanwhile (see :func:`parse_python`). Re-entrant."""
+    with _PARSE_LOCK:
+        yield
+
+
 def parse_python(source: str, filename: str = "<unknown>") -> ast.Module:
     """``ast.parse(source, filename=filename)``, one call at a time in the process, so that it is safe in the worker
     threads :func:`off_loop` uses.
@@ -86,7 +95,8 @@ def parse_python(source: str, filename: str = "<unknown>") -> ast.Module:
     CPython 3.11 counts the depth of the syntax tree it is building in state shared by every thread
     (python/cpython#106905): when a garbage collection inside one thread's ``ast.parse`` runs a finalizer and the
     interpreter switches to another thread that parses too, one of the two fails with ``SystemError: AST
-    constructor recursion depth mismatch``. Worker processes have their own state and need no lock.
+    constructor recursion depth mismatch``. Worker processes have their own state and need no lock; a library that
+    parses on its own is run inside :func:`parsing_python`.
     """
     with _PARSE_LOCK:
         return ast.parse(source, filename=filename)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pyflakes import checker as pyflakes_checker
 from pyflakes import messages as pyflakes_messages
 
-from gateway.api import ReviewFile, Severity, parse_python, source_lines
+from gateway.api import ReviewFile, Severity, parse_python, parsing_python, source_lines
 from gateway_plugins.judges.findings import DELETE, REWRITE, Finding, LineEdit
 
 _UNDEFINED = (pyflakes_messages.UndefinedName, pyflakes_messages.UndefinedLocal, pyflakes_messages.UndefinedExport)
@@ -64,8 +64,8 @@ class PythonReport:
 def undefined_names(source: str) -> set[str] | None:
     """The undefined names pyflakes reports in ``source``, or ``None`` when it does not parse."""
     try:
-        tree = parse_python(source)
-        found = pyflakes_checker.Checker(tree, filename="<fix>").messages
+        with parsing_python():  # pyflakes parses string annotations with ast.parse
+            found = pyflakes_checker.Checker(parse_python(source), filename="<fix>").messages
     except (SyntaxError, ValueError, RecursionError):
         return None
     return {str(m.message_args[0]) for m in found if isinstance(m, _UNDEFINED)}
@@ -148,7 +148,9 @@ class _Index:
 def _pyflakes(
     file: ReviewFile, tree: ast.Module, lines: list[str], index: _Index, report: PythonReport, *, snippet: bool
 ) -> None:
-    messages = sorted(pyflakes_checker.Checker(tree, filename=file.path).messages, key=lambda m: (m.lineno, m.col))
+    with parsing_python():  # pyflakes parses string annotations with ast.parse
+        found = pyflakes_checker.Checker(tree, filename=file.path).messages
+    messages = sorted(found, key=lambda m: (m.lineno, m.col))
     report.undefined = {str(m.message_args[0]) for m in messages if isinstance(m, _UNDEFINED)}
     unused_by_line: dict[int, set[str]] = {}
     for message in messages:

@@ -3,17 +3,16 @@
 
 from __future__ import annotations
 
-import gc
+import ast
 import os
-import sys
 import threading
-from types import FrameType
 
 import anyio
 import pytest
 
-from gateway.api import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, parse_python
+from gateway.api import OFF_LOOP_CHARS, PROCESS_CHARS, off_loop, parse_python, parsing_python
 from tests.holding import PATIENCE
+from tests.parsing_threads import waits_for_the_first
 
 pytestmark = pytest.mark.anyio
 
@@ -60,48 +59,19 @@ async def test_work_falls_back_to_a_thread_when_no_worker_process_starts(monkeyp
 
 
 def test_parse_python_waits_for_a_parse_underway_in_another_thread() -> None:
-    """CPython 3.11 keeps the depth of the tree ``ast.parse`` builds in state every thread shares: a second thread
-    parsing while a garbage collection inside the first one's parse runs Python code breaks it (``SystemError: AST
-    constructor recursion depth mismatch``). A collection callback stands in for that finalizer: it starts a second
-    parse from inside the first and sees it wait for the first to end."""
     source = "\n".join(f"def f{i}(a):\n    return [a * x for x in range({i})]\n" for i in range(200))
-    parser = threading.current_thread()
-    seen: dict[str, bool] = {}
-    other = threading.Thread(target=parse_python, args=("x = 1",))
-
-    collections = 0
-
-    def inside_the_parse(phase: str, info: dict[str, int]) -> None:
-        nonlocal collections
-        if threading.current_thread() is not parser or "started" in seen or not _within(parse_python, sys._getframe()):
-            return
-        collections += 1
-        if collections < 100:  # well into building the tree: the lock is held by then
-            return
-        seen["started"] = True
-        other.start()
-        other.join(timeout=0.5)
-        seen["other_waited"] = other.is_alive()
-
-    threshold = gc.get_threshold()
-    gc.collect()
-    gc.callbacks.append(inside_the_parse)
-    gc.set_threshold(1)
-    try:
-        tree = parse_python(source)
-    finally:
-        gc.set_threshold(*threshold)
-        gc.callbacks.remove(inside_the_parse)
-    other.join(timeout=PATIENCE)
-    assert seen == {"started": True, "other_waited": True}
-    assert not other.is_alive()
-    assert len(tree.body) == 200
+    trees: list[ast.Module] = []
+    assert waits_for_the_first(lambda: trees.append(parse_python(source)), parse_python.__code__, _parse_small)
+    assert len(trees[0].body) == 200
 
 
-def _within(function: object, frame: FrameType | None) -> bool:
-    code = getattr(function, "__code__", None)
-    while frame is not None:
-        if frame.f_code is code:
-            return True
-        frame = frame.f_back
-    return False
+def test_work_run_while_parsing_python_holds_other_parses_back() -> None:
+    def hold() -> None:
+        with parsing_python():
+            ast.parse("\n".join(f"x{i}: 'dict[str, list[int]]' = {{}}" for i in range(200)))
+
+    assert waits_for_the_first(hold, hold.__code__, _parse_small)
+
+
+def _parse_small() -> None:
+    parse_python("x = 1")
