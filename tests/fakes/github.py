@@ -12,7 +12,8 @@ Answers what the connector asks, with GitHub's documented shapes (objects valid 
   bodies (``message``, ``documentation_url``, ``status``).
 
 Rate-limit answers (403 secondary limit with ``retry-after``, 403 with ``x-ratelimit-remaining: 0``, 429) and 5xx
-are scripted with :meth:`HostedFake.script` and :func:`secondary_limit`/:func:`primary_limit`.
+are scripted with :meth:`HostedFake.script` and :func:`secondary_limit`/:func:`primary_limit` (with the users and
+repositories the fake serves, in :mod:`tests.fakes.github_objects`; both are importable from here too).
 """
 
 from __future__ import annotations
@@ -30,129 +31,12 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import Response
 
-from tests.fakes.hosted import HostedFake, Scripted, json_response
+from tests.fakes.github_objects import API, primary_limit, repository, secondary_limit, stamp, user
+from tests.fakes.hosted import HostedFake, json_response
 
 __all__ = ["FakeGitHub", "fake_github", "primary_limit", "secondary_limit"]
 
-API = "https://api.github.com"
 DOCS = "https://docs.github.com/rest"
-
-
-def _stamp(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def user(login: str, number: int = 1) -> dict[str, Any]:
-    base = f"{API}/users/{login}"
-    return {
-        "login": login,
-        "id": number,
-        "node_id": f"U_{number}",
-        "avatar_url": f"https://avatars.githubusercontent.com/u/{number}?v=4",
-        "gravatar_id": "",
-        "url": base,
-        "html_url": f"https://github.com/{login}",
-        "followers_url": f"{base}/followers",
-        "following_url": f"{base}/following{{/other_user}}",
-        "gists_url": f"{base}/gists{{/gist_id}}",
-        "starred_url": f"{base}/starred{{/owner}}{{/repo}}",
-        "subscriptions_url": f"{base}/subscriptions",
-        "organizations_url": f"{base}/orgs",
-        "repos_url": f"{base}/repos",
-        "events_url": f"{base}/events{{/privacy}}",
-        "received_events_url": f"{base}/received_events",
-        "type": "User",
-        "site_admin": False,
-    }
-
-
-_REPO_URLS = (
-    "archive assignees blobs branches collaborators comments commits compare contents contributors deployments "
-    "downloads events forks git_commits git_refs git_tags hooks issue_comment issue_events issues keys labels "
-    "languages merges milestones notifications pulls releases stargazers statuses subscribers subscription tags "
-    "teams trees"
-).split()
-
-
-def repository(full_name: str, number: int) -> dict[str, Any]:
-    owner, name = full_name.split("/")
-    base = f"{API}/repos/{full_name}"
-    repo: dict[str, Any] = {f"{part}_url": f"{base}/{part.replace('_', '/')}" for part in _REPO_URLS}
-    stamp = "2024-01-01T00:00:00Z"
-    repo.update(
-        id=number,
-        node_id=f"R_{number}",
-        name=name,
-        full_name=full_name,
-        owner=user(owner, 9000 + number),
-        private=False,
-        html_url=f"https://github.com/{full_name}",
-        description="A repository of the fake",
-        fork=False,
-        url=base,
-        clone_url=f"https://github.com/{full_name}.git",
-        git_url=f"git://github.com/{full_name}.git",
-        ssh_url=f"git@github.com:{full_name}.git",
-        svn_url=f"https://github.com/{full_name}",
-        mirror_url=None,
-        homepage=None,
-        language="Python",
-        forks=0,
-        forks_count=0,
-        stargazers_count=0,
-        watchers=0,
-        watchers_count=0,
-        size=1,
-        default_branch="main",
-        open_issues=0,
-        open_issues_count=0,
-        has_issues=True,
-        has_projects=False,
-        has_wiki=False,
-        has_pages=False,
-        has_downloads=True,
-        archived=False,
-        disabled=False,
-        license=None,
-        pushed_at=stamp,
-        created_at=stamp,
-        updated_at=stamp,
-    )
-    return repo
-
-
-def secondary_limit(retry_after: int = 3, match: str = "") -> Scripted:
-    """GitHub's 403 for a secondary rate limit, with its ``retry-after``."""
-    return Scripted(
-        403,
-        {
-            "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
-            "If you reach out to GitHub Support for help, please include the request ID 0000:0000.",
-            "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"
-            "#about-secondary-rate-limits",
-        },
-        {"retry-after": str(retry_after), "x-ratelimit-remaining": "4990"},
-        match,
-    )
-
-
-def primary_limit(reset_in: int, match: str = "") -> Scripted:
-    """GitHub's 403 when the hourly limit is used up (``x-ratelimit-remaining: 0`` until ``x-ratelimit-reset``)."""
-    return Scripted(
-        403,
-        {
-            "message": "API rate limit exceeded for user ID 1.",
-            "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting",
-        },
-        {
-            "x-ratelimit-limit": "5000",
-            "x-ratelimit-remaining": "0",
-            "x-ratelimit-used": "5000",
-            "x-ratelimit-reset": str(int(time.time()) + reset_in),
-            "x-ratelimit-resource": "core",
-        },
-        match,
-    )
 
 
 class FakeGitHub(HostedFake):
@@ -218,9 +102,9 @@ class FakeGitHub(HostedFake):
             "milestone": None,
             "locked": False,
             "comments": 0,
-            "created_at": _stamp(updated),
-            "updated_at": _stamp(updated),
-            "closed_at": _stamp(updated) if state == "closed" else None,
+            "created_at": stamp(updated),
+            "updated_at": stamp(updated),
+            "closed_at": stamp(updated) if state == "closed" else None,
             "author_association": "MEMBER",
         }
         if pull:
@@ -251,7 +135,7 @@ class FakeGitHub(HostedFake):
             number, title, body, updated=updated, author=author, pull=True, state="closed" if merged else "open"
         )
         if merged:
-            issue["pull_request"]["merged_at"] = _stamp(updated)
+            issue["pull_request"]["merged_at"] = stamp(updated)
         base = f"{API}/repos/{self.repo}/pulls/{number}"
         repo = repository(self.repo, self.repo_id)
         self.pulls[number] = {
@@ -330,16 +214,16 @@ class FakeGitHub(HostedFake):
                 "issue_url": issue["url"],
                 "body": body,
                 "user": user(author, 3),
-                "created_at": _stamp(at),
-                "updated_at": _stamp(at),
+                "created_at": stamp(at),
+                "updated_at": stamp(at),
                 "author_association": "MEMBER",
             }
         )
         issue["comments"] = len(self.comments[number])
-        issue["updated_at"] = _stamp(at)
+        issue["updated_at"] = stamp(at)
         if number in self.pulls:
             self.pulls[number]["comments"] = issue["comments"]
-            self.pulls[number]["updated_at"] = _stamp(at)
+            self.pulls[number]["updated_at"] = stamp(at)
 
     def review(self, number: int, path: str, line: int, body: str, *, at: datetime, author: str = "carol") -> None:
         rid = self._next_id()
@@ -357,8 +241,8 @@ class FakeGitHub(HostedFake):
                 "original_commit_id": "c" * 40,
                 "user": user(author, 4),
                 "body": body,
-                "created_at": _stamp(at),
-                "updated_at": _stamp(at),
+                "created_at": stamp(at),
+                "updated_at": stamp(at),
                 "html_url": f"{pull['html_url']}#discussion_r{rid}",
                 "pull_request_url": pull["url"],
                 "author_association": "MEMBER",
@@ -370,14 +254,14 @@ class FakeGitHub(HostedFake):
             }
         )
         pull["review_comments"] = len(self.reviews[number])
-        self.issues[number]["updated_at"] = pull["updated_at"] = _stamp(at)
+        self.issues[number]["updated_at"] = pull["updated_at"] = stamp(at)
 
     def edit(self, number: int, *, body: str, at: datetime) -> None:
         self.issues[number]["body"] = body
-        self.issues[number]["updated_at"] = _stamp(at)
+        self.issues[number]["updated_at"] = stamp(at)
         if number in self.pulls:
             self.pulls[number]["body"] = body
-            self.pulls[number]["updated_at"] = _stamp(at)
+            self.pulls[number]["updated_at"] = stamp(at)
 
     # -- the HTTP side ---------------------------------------------------------------------------------------
 

@@ -51,6 +51,10 @@ def py_stdio_server(state: Path, **extra: Any) -> dict[str, Any]:
     return {"name": "py", "command": [sys.executable, str(PY_SERVER), "stdio", str(state)], "prefix": "py_", **extra}
 
 
+def py_http_server(upstream: HttpUpstream, **extra: Any) -> dict[str, Any]:
+    return {"name": "py", "url": upstream.url, "prefix": "py_", **extra}
+
+
 def remote_config(tmp_path: Path, servers: list[dict[str, Any]], **tables: Any) -> dict[str, Any]:
     """A gateway serving only the remote pack in front of ``servers``; ``tables`` add or replace tables."""
     base: dict[str, Any] = {

@@ -1,5 +1,6 @@
 """A server built with the Python SDK, served over Streamable HTTP in a subprocess, fronted by the gateway: both
-protocol eras, progress and cancellation end to end, session expiry, list changes, credentials, scopes, quotas."""
+protocol eras, progress and cancellation end to end, session expiry, list changes, credentials, scopes, quotas.
+Which of its names the gateway serves is in ``test_http_upstream_names.py``."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from gateway.api import Prompt, PromptMessage, PromptResult, Resource, ResourceContent, ToolPack, hookimpl
 from gateway.testing import http_gateway, running_gateway
 from tests.gateway.http_support import key_manager, mcp_client, sdk_refusal
 from tests.plugins.remote.support import (
@@ -26,15 +26,12 @@ from tests.plugins.remote.support import (
     HttpUpstream,
     eventually,
     http_upstream,
+    py_http_server,
     remote_config,
     write_toml,
 )
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-
-def _server(upstream: HttpUpstream, **extra: Any) -> dict[str, Any]:
-    return {"name": "py", "url": upstream.url, "prefix": "py_", **extra}
 
 
 def _cancellations(upstream: HttpUpstream) -> list[str]:
@@ -62,7 +59,7 @@ async def _downstream(transport: str, config: dict[str, Any], tmp_path: Path) ->
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
 async def test_python_server_over_http(tmp_path: Path, py_http: HttpUpstream, protocol: str, transport: str):
     """Both protocol eras upstream (``auto`` negotiates 2026-07-28 with this server), stdio and HTTP downstream."""
-    config = remote_config(tmp_path, [_server(py_http, protocol=protocol)])
+    config = remote_config(tmp_path, [py_http_server(py_http, protocol=protocol)])
     async with _downstream(transport, config, tmp_path) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         added = await client.call_tool("py_add", {"a": 2, "b": 40})
@@ -99,7 +96,7 @@ async def test_python_server_over_http(tmp_path: Path, py_http: HttpUpstream, pr
 
 @pytest.mark.parametrize(("protocol", "era"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
 async def test_the_configured_protocol_era_is_used(tmp_path: Path, py_http: HttpUpstream, protocol: str, era: str):
-    async with running_gateway(remote_config(tmp_path, [_server(py_http, protocol=protocol)])) as client:
+    async with running_gateway(remote_config(tmp_path, [py_http_server(py_http, protocol=protocol)])) as client:
         upstream = client.runtime.packs["remote"].upstreams[0]
         assert upstream.session.protocol_version == era
         assert (await client.call_tool("py_echo", {"text": era})).structured_content == {"result": era}
@@ -108,7 +105,7 @@ async def test_the_configured_protocol_era_is_used(tmp_path: Path, py_http: Http
 async def test_session_expiry_reinitialises(tmp_path: Path, py_http: HttpUpstream):
     """The server restarts and forgets the session (404 on its id): the gateway opens a new one and the call
     succeeds, without the caller seeing anything."""
-    config = remote_config(tmp_path, [_server(py_http, protocol="legacy")])
+    config = remote_config(tmp_path, [py_http_server(py_http, protocol="legacy")])
     async with running_gateway(config) as client:
         upstream = client.runtime.packs["remote"].upstreams[0]
         first = await client.call_tool("py_echo", {"text": "one"})
@@ -136,7 +133,7 @@ async def test_session_expiry_reinitialises_with_the_typescript_server(tmp_path:
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_list_changes_travel_to_the_clients(tmp_path: Path, py_http: HttpUpstream, mode: str):
     """The server adds a tool and says so; the gateway re-reads it and tells its own clients."""
-    config = remote_config(tmp_path, [_server(py_http)])
+    config = remote_config(tmp_path, [py_http_server(py_http)])
     changed = anyio.Event()
 
     async def on_message(message: Any) -> None:
@@ -165,7 +162,7 @@ async def test_no_caller_credential_reaches_the_upstream(tmp_path: Path, py_http
     """The caller's API key, bearer token and cookies stay at the gateway; the upstream sees only the headers
     configured for it, the secret one read from the environment."""
     monkeypatch.setenv("PY_UPSTREAM_TOKEN", "upstream-secret-1")
-    server = _server(
+    server = py_http_server(
         py_http, headers={"Authorization": {"env": "PY_UPSTREAM_TOKEN"}, "X-Tenant": "acme"}, scope="remote:py"
     )
     config = remote_config(tmp_path, [server], providers={"auth": "api_key"})
@@ -197,7 +194,7 @@ async def test_no_caller_credential_reaches_the_upstream(tmp_path: Path, py_http
 async def test_arguments_the_tool_routes_by_travel_as_headers(tmp_path: Path, py_http: HttpUpstream, protocol: str):
     """A 2026-07-28 tool whose input schema marks an argument ``x-mcp-header`` gets it as an ``Mcp-Param-*``
     header too (its server checks that the two agree); the handshake era has no such headers."""
-    config = remote_config(tmp_path, [_server(py_http, protocol=protocol)])
+    config = remote_config(tmp_path, [py_http_server(py_http, protocol=protocol)])
     with http_gateway(config) as (base, _runtime):
         async with Client(f"{base}/mcp") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -218,7 +215,7 @@ async def test_rate_limit_rules_name_remote_tools(tmp_path: Path, py_http: HttpU
         "pipeline": {"interceptors": [{"name": "rate_limit"}]},
         "plugins": {"interceptor": {"rate_limit": {"rules": [rule]}}},
     }
-    config = remote_config(tmp_path, [_server(py_http)], **quota)
+    config = remote_config(tmp_path, [py_http_server(py_http)], **quota)
     async with running_gateway(config) as client:
         answers = [await client.call_tool("py_echo", {"text": str(i)}) for i in range(3)]
         other = await client.call_tool("py_add", {"a": 1, "b": 1})
@@ -228,7 +225,7 @@ async def test_rate_limit_rules_name_remote_tools(tmp_path: Path, py_http: HttpU
 
 
 async def test_a_server_killed_mid_call_fails_the_call_and_comes_back(tmp_path: Path, py_http: HttpUpstream):
-    config = remote_config(tmp_path, [_server(py_http, restart_backoff_seconds=0.2)])
+    config = remote_config(tmp_path, [py_http_server(py_http, restart_backoff_seconds=0.2)])
     async with running_gateway(config) as client:
         async with anyio.create_task_group() as tg:
             results: list[Any] = []
@@ -249,7 +246,7 @@ async def test_a_server_killed_mid_call_fails_the_call_and_comes_back(tmp_path: 
 
 
 async def test_metrics_count_remote_calls_per_upstream(tmp_path: Path, py_http: HttpUpstream):
-    config = remote_config(tmp_path, [_server(py_http)], providers={"auth": "api_key"})
+    config = remote_config(tmp_path, [py_http_server(py_http)], providers={"auth": "api_key"})
     async with key_manager(config) as manager:
         key = (await manager.create_key(name="k", scopes=[])).key
     with http_gateway(config) as (base, _runtime):
@@ -272,30 +269,10 @@ async def test_metrics_count_remote_calls_per_upstream(tmp_path: Path, py_http: 
     assert "secret-argument-value" not in text and key not in text
 
 
-async def test_allow_and_deny_lists(tmp_path: Path, py_http: HttpUpstream):
-    servers = [
-        _server(py_http, name="only", prefix="a_", tools={"allow": ["echo", "add"]}),
-        _server(py_http, name="most", prefix="b_", tools={"deny": ["leak", "grow", "crash", "shout", "big"]}),
-    ]
-    async with running_gateway(remote_config(tmp_path, servers)) as client:
-        names = {t.name for t in (await client.list_tools()).tools}
-    assert {n for n in names if n.startswith("a_")} == {"a_echo", "a_add"}
-    assert {n for n in names if n.startswith("b_")} == {
-        "b_echo",
-        "b_add",
-        "b_slow",
-        "b_overlap",
-        "b_pause",
-        "b_pid",
-        "b_whoami",
-        "b_regional",
-    }
-
-
 async def test_a_server_down_at_start_joins_when_it_comes_up(tmp_path: Path, py_http: HttpUpstream):
     """The gateway starts without it; once it answers, its tools appear and connected clients are told."""
     py_http.kill()
-    server = _server(py_http, restart_backoff_seconds=0.2, max_backoff_seconds=0.5, connect_timeout_seconds=2)
+    server = py_http_server(py_http, restart_backoff_seconds=0.2, max_backoff_seconds=0.5, connect_timeout_seconds=2)
     announced = anyio.Event()
 
     async def on_message(message: Any) -> None:
@@ -318,7 +295,7 @@ async def test_a_server_down_at_start_joins_when_it_comes_up(tmp_path: Path, py_
 async def test_a_header_secret_is_never_shown_even_when_refused(tmp_path: Path, py_http: HttpUpstream, monkeypatch):
     """A token read from a file with its line ending is refused by HTTP; the error names the header, never the value
     (an HTTP library quotes the refused value, and upstream errors reach callers, logs and ``gateway plugins``)."""
-    config = remote_config(tmp_path, [_server(py_http, headers={"X-Upstream-Key": {"env": "PY_UPSTREAM_KEY"}})])
+    config = remote_config(tmp_path, [py_http_server(py_http, headers={"X-Upstream-Key": {"env": "PY_UPSTREAM_KEY"}})])
     monkeypatch.setenv("PY_UPSTREAM_KEY", "Zq81hT0pLx-good")
     async with running_gateway(config) as client:  # the catalogue is kept: its tools are served at the next start
         assert not (await client.call_tool("py_echo", {"text": "x"})).is_error
@@ -332,91 +309,21 @@ async def test_a_header_secret_is_never_shown_even_when_refused(tmp_path: Path, 
     assert "Zq81hT0pLx" not in json.dumps(error) and "Zq81hT0pLx" not in last_error
 
 
-async def test_a_remote_tool_never_takes_a_local_name_nor_stops_the_start(tmp_path: Path, py_http: HttpUpstream):
-    """A server that adds a tool named like a local one (no prefix): the local tool keeps its name, now and at the
-    next start, whose catalogue copy holds the clashing tool."""
-    config = remote_config(tmp_path, [_server(py_http, prefix="")], packs={"enabled": ["thinking", "remote"]})
-    for _ in range(2):
-        async with running_gateway(config) as client:
-            await client.call_tool("grow", {"name": "sequentialthinking"})
-            served = client.runtime.catalogue.tools["sequentialthinking"]
-            assert served.pack == "thinking" and served.tool.upstream is None
-            answer = await client.call_tool(
-                "sequentialthinking",
-                {"thought": "t", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False},
-            )
-            assert not answer.is_error and "thoughtNumber" in answer.content[0].text
-
-
-class _LocalTwins(ToolPack):
-    """A local pack offering the resource URI and the prompt name the Python SDK server offers."""
-
-    name = "twins"
-
-    def resources(self) -> list[Resource]:
-        async def read(ctx: Any) -> ResourceContent:
-            return ResourceContent(text="local greeting", mime_type="text/plain")
-
-        return [Resource("py://greeting", "greeting", read, mime_type="text/plain")]
-
-    def prompts(self) -> list[Prompt]:
-        async def render(arguments: Any, ctx: Any) -> PromptResult:
-            return PromptResult([PromptMessage.text("user", "the local review prompt")])
-
-        return [Prompt("review", render)]
-
-
-class _TwinsPlugin:
-    @hookimpl
-    def gateway_register_tool_packs(self, register: Any) -> None:
-        register("twins", lambda context: _LocalTwins())
-
-
-@pytest.mark.parametrize("order", [["twins", "remote"], ["remote", "twins"]])
-async def test_a_remote_resource_or_prompt_never_takes_a_local_one_nor_stops_the_start(
-    tmp_path: Path, py_http: HttpUpstream, order: list[str]
-):
-    config = remote_config(tmp_path, [_server(py_http, prefix="")], packs={"enabled": order})
-    for _ in range(2):  # the second start reads the server's offer from the catalogue copy
-        async with running_gateway(config, extra_plugins=[("twins", _TwinsPlugin())]) as client:
-            greeting = await client.read_resource("py://greeting")
-            review = await client.get_prompt("review", {"code": "x = 1"})
-            item = await client.read_resource("py://items/7")  # the server's other entries are served
-        assert greeting.contents[0].text == "local greeting"
-        assert review.messages[0].content.text == "the local review prompt"
-        assert "7" in item.contents[0].text
-
-
 async def test_tool_annotations_the_server_left_unstated_stay_unstated(tmp_path: Path, py_http: HttpUpstream):
     """A client applies the protocol's defaults to a missing hint (destructive, open world): the gateway must not
     answer for the server that the tool is harmless."""
     async with Client(py_http.url) as direct:
         theirs = {t.name: t.annotations for t in (await direct.list_tools()).tools}
-    async with running_gateway(remote_config(tmp_path, [_server(py_http)])) as client:
+    async with running_gateway(remote_config(tmp_path, [py_http_server(py_http)])) as client:
         mine = {t.name: t.annotations for t in (await client.list_tools()).tools}
     hints = ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint")
     assert theirs["echo"] is None
     assert all(getattr(mine["py_echo"], hint, None) is None for hint in hints), mine["py_echo"]
 
 
-async def test_a_tool_name_two_servers_share_is_logged_once(tmp_path: Path, py_http: HttpUpstream):
-    from structlog.testing import capture_logs
-
-    servers = [{"name": name, "url": py_http.url, "prefix": "py_"} for name in ("first", "second")]
-    with capture_logs() as logs:
-        async with running_gateway(remote_config(tmp_path, servers)) as client:
-            for _ in range(3):
-                await client.list_tools()
-                client.runtime.upstream_statuses()  # what every /metrics scrape and `gateway plugins` read
-            echo = await client.call_tool("py_echo", {"text": "x"})
-    clashes = [e for e in logs if e["event"].startswith("remote tool name clash") and e["tool"] == "py_echo"]
-    assert len(clashes) == 1 and clashes[0]["kept"] == "first" and clashes[0]["left_out"] == "second"
-    assert echo.structured_content == {"result": "x"}
-
-
 async def test_resource_templates_with_rfc_6570_operators_are_read_through(tmp_path: Path, py_http: HttpUpstream):
     """``{?q,limit}`` and ``{/path*}``: the URI as asked goes upstream unchanged."""
-    async with running_gateway(remote_config(tmp_path, [_server(py_http)])) as client:
+    async with running_gateway(remote_config(tmp_path, [py_http_server(py_http)])) as client:
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
         search = await client.read_resource("py://search?limit=3&q=cats")
         path = await client.read_resource("py://files/a/b.txt")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.plugins.thinking.audit_support import audit, lines_of
 from tests.plugins.thinking.conftest import GitRepo
-from tests.plugins.thinking.test_audit import audit, lines_of
 
 pytestmark = pytest.mark.anyio
 

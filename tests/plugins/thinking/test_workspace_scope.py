@@ -10,8 +10,8 @@ import pytest
 
 from gateway.api import Principal
 from gateway.testing import running_gateway
+from tests.plugins.thinking.audit_support import CHANGED, ORIGINAL
 from tests.plugins.thinking.conftest import GitRepo, gateway_config, thought
-from tests.plugins.thinking.test_audit import CHANGED, ORIGINAL
 
 pytestmark = pytest.mark.anyio
 
