@@ -5,10 +5,11 @@ For each size N:
 1. **Seed** (in-process, the pack's own service layer): N synthetic, distinct issues (deterministic generator
    in bench/gim_perf_issues.py: eight error shapes over five languages, each issue a distinct
    package/symbol/version) are imported with :func:`gateway_plugins.gim.bulk.import_masters` (batched rows and
-   vectors, same pending -> vectors -> active protocol). Their vectors come from the real local MiniLM embedder for the first ``--real`` issues; above that,
-   embedding every text on this machine would take longer than the benchmark is worth, so the remaining vectors
-   are synthetic: normalised mixtures of two real item vectors plus noise (same dimension, a realistic density
-   for the HNSW index). Queries are only drawn from really embedded issues.
+   vectors, same pending -> vectors -> active protocol). Their vectors come from the real local MiniLM embedder
+   for the first ``--real`` issues; above that, embedding every text on this machine would take longer than the
+   benchmark is worth, so the remaining vectors are synthetic: normalised mixtures of two real item vectors plus
+   noise (same dimension, a realistic density for the HNSW index). Queries are only drawn from really embedded
+   issues.
 2. **Serve** ``python -m gateway serve --config ...`` over stdio (the default deployment: local embedder, Qdrant
    Edge, SQLite, patterns + contextual sanitizers, the rate_limit interceptor with a large quota) and drive it
    with ``mcp.Client``: start-up time, then ``--searches`` searches (another report of a seeded issue: other
