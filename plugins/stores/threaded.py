@@ -99,9 +99,10 @@ class ThreadedConnection:
         self._connection = connection
         self.inline = inline
         self._busy_timeout_ms = busy_timeout_ms
-        # The worker runs operations in order, so when the last one queued is done (finished, failed or cancelled
-        # before it started) every earlier one is too, and the connection is free.
-        self._last: futures.Future[Any] | None = None
+        # Operations queued or running on the worker. Not just the last one queued: one cancelled before it started
+        # is done while an earlier one still runs. (set.add and set.discard are atomic: the worker's callbacks and
+        # the loop both change it.)
+        self._unfinished: set[futures.Future[Any]] = set()
 
     @classmethod
     async def open(
@@ -143,7 +144,7 @@ class ThreadedConnection:
     @property
     def idle(self) -> bool:
         """No operation is queued or running on the worker thread."""
-        return self._last is None or self._last.done()
+        return not self._unfinished
 
     def submit(self, operation: Callable[[sqlite3.Connection], T], *, wait: bool = True) -> asyncio.Future[T]:
         """Queue ``operation`` on the worker thread and return its future at once: awaiting it is up to the
@@ -161,7 +162,8 @@ class ThreadedConnection:
                 connection.execute("PRAGMA busy_timeout = 0").close()
 
         queued = self._executor.submit(on_worker, self._connection)
-        self._last = queued
+        self._unfinished.add(queued)
+        queued.add_done_callback(self._unfinished.discard)
         return asyncio.wrap_future(queued)
 
     async def run(self, operation: Callable[[sqlite3.Connection], T]) -> T:

@@ -19,7 +19,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def test_an_operation_cancelled_before_it_ran_leaves_the_connection_free(tmp_path: Path) -> None:
+async def test_an_operation_cancelled_before_it_ran_leaves_the_connection_free_once_the_others_are_done(tmp_path: Path) -> None:
     connection = await ThreadedConnection.open(tmp_path / "t.db", busy_timeout=1.0, pragmas=[], inline=True)
     release, on_caller = threading.Event(), []
     try:
@@ -28,7 +28,18 @@ async def test_an_operation_cancelled_before_it_ran_leaves_the_connection_free(t
         await asyncio.sleep(0.05)
         assert not connection.idle  # the worker holds the first operation...
         queued.cancel()  # ...and the second is cancelled before it starts
+        await asyncio.sleep(0)
+        assert not connection.idle  # the first still runs: an inline call now would share the connection with it
+
+        def where_meanwhile(c: sqlite3.Connection) -> None:
+            on_caller.append(threading.current_thread() is threading.main_thread())
+
+        meanwhile = asyncio.ensure_future(connection.call(where_meanwhile))
+        await asyncio.sleep(0.05)
         release.set()
+        await meanwhile
+        assert on_caller == [False]  # it waited its turn on the worker thread
+        on_caller.clear()
         await busy
         with pytest.raises(asyncio.CancelledError):
             await queued
