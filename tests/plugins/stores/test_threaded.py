@@ -19,7 +19,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def test_an_operation_cancelled_before_it_ran_leaves_the_connection_free_once_the_others_are_done(tmp_path: Path) -> None:
+async def test_a_cancelled_operation_frees_the_connection_once_the_others_are_done(tmp_path: Path) -> None:
     connection = await ThreadedConnection.open(tmp_path / "t.db", busy_timeout=1.0, pragmas=[], inline=True)
     release, on_caller = threading.Event(), []
     try:
