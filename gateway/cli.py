@@ -3,6 +3,7 @@ tool, check config, reindex."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ import structlog
 from gateway import inventory
 from gateway.api.errors import GatewayError
 from gateway.api.tools import Reindexable, ToolPack
-from gateway.app import DEFAULT_CONFIG, prepare, read_config, running_runtime
+from gateway.app import DEFAULT_CONFIG, prepare, running_runtime
 from gateway.cli_arguments import read_arguments
 from gateway.cli_errors import cli_failure
 from gateway.config import LogLevel
@@ -195,32 +196,22 @@ def serve(env: CliEnvironment, transport: str | None, host: str | None, port: in
 
     SIGINT or SIGTERM stops serving, then the packs and providers (stores flushed and closed); the process then
     ends by that signal (a shell reports 128 + its number). A second signal ends it at once."""
-    from gateway import http, mcp_adapter
+    from gateway import mcp_adapter
+    from gateway.serving import serve_runtime, stdio_client_waits
     from gateway.shutdown import exit_by, shutdown_signals
 
     async def main() -> int | None:
         async with shutdown_signals() as shutdown:
             started = False
             try:
-                async with env.running_runtime() as runtime:
-                    started = True
-                    kind = transport or runtime.loaded.config.transport.kind
-                    if kind == "stdio":
-                        await shutdown.serve(lambda: mcp_adapter.serve_stdio(runtime))
-                    else:
-
-                        def ready(bound: int, stop: Callable[[], None]) -> None:
-                            shown = http.url_host(host or runtime.loaded.config.transport.host)
-                            click.echo(f"listening on http://{shown}:{bound}", err=True)
-                            shutdown.stop_gracefully_with(stop)
-
-                        await shutdown.serve(
-                            lambda: http.serve_http(
-                                runtime, host=host, port=port, on_ready=ready, capture_signals=False
-                            )
-                        )
+                async with contextlib.AsyncExitStack() as stack:
+                    # a stop signal while the packs start abandons the start (a pack may wait on a server it fronts)
+                    runtime = await shutdown.starting(lambda: stack.enter_async_context(env.running_runtime()))
+                    started = runtime is not None
+                    if runtime is not None:
+                        await serve_runtime(runtime, shutdown, transport=transport, host=host, port=port)
             except Exception as exc:
-                if started or not _stdio_client_waits(env, transport):
+                if started or not stdio_client_waits(env.config_path, transport):
                     raise
                 # An MCP client launched us: tell it why, rather than leave it a bare "Connection closed".
                 detail = str(exc) if isinstance(exc, GatewayError) else f"{type(exc).__name__} (the log has details)"
@@ -236,17 +227,6 @@ def serve(env: CliEnvironment, transport: str | None, host: str | None, port: in
     signum = _run(main)
     if signum is not None:
         exit_by(signum)
-
-
-def _stdio_client_waits(env: CliEnvironment, transport: str | None) -> bool:
-    """Whether an MCP client is on stdin (the stdio transport, and stdin is not a terminal)."""
-    kind = transport
-    if kind is None:
-        try:
-            kind = read_config(env.config_path).config.transport.kind
-        except Exception:
-            kind = "stdio"  # the default
-    return kind == "stdio" and not sys.stdin.isatty()
 
 
 @cli.command("plugins")

@@ -148,8 +148,9 @@ class GatewayRuntime:
                 with plugin_bugs_named(who, "start()"):
                     await interceptor.start()
                 self._interceptors.append(Link(interceptor, ref.name, fail_open=ref.on_error == "fail_open"))
-        except BaseException:
-            await self.stop()
+        except BaseException:  # a stop signal while starting, too: what started is stopped (stores flushed)
+            with anyio.CancelScope(shield=True):
+                await self.stop()
             raise
         self._chain = build_chain(self._interceptors, self._invoke)
         self._call_log = call_log()

@@ -16,11 +16,14 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TypeVar
 
 import anyio
 import structlog
 
 log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -33,6 +36,18 @@ class ShutdownSignals:
         """The first stop signal received, if any."""
         self._graceful: Callable[[], None] | None = None
         self._scope: anyio.CancelScope | None = None
+
+    async def starting(self, start: Callable[[], Awaitable[T]]) -> T | None:
+        """``await start()`` (the runtime starting: a pack may wait long for a server it fronts) unless a stop signal
+        comes first; then the start is abandoned (what it started is stopped) and ``None`` returned."""
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            if self.received is None:
+                started = await start()
+                self._scope = None
+                return started
+        self._scope = None
+        return None
 
     async def serve(self, serve: Callable[[], Awaitable[None]]) -> None:
         """Run ``serve()`` until it returns or a stop signal arrives."""

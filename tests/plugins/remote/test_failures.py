@@ -1,10 +1,15 @@
 """Stdio upstreams that fail in awkward ways: a crash whose helper ignores SIGTERM and holds the wire, a server
-stuck in ``initialize`` while the gateway stops, a secret that is unset, a call that times out after queueing."""
+stuck in ``initialize`` while the gateway stops (or while it starts, when a stop signal comes), a secret that is
+unset, a call that times out after queueing."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +18,16 @@ import pytest
 from structlog.testing import capture_logs
 
 from gateway.testing import running_gateway
-from tests.plugins.remote.support import PY_SERVER, alive, eventually, py_stdio_server, remote_config, servers_under
+from tests.plugins.remote.support import (
+    PY_SERVER,
+    alive,
+    eventually,
+    py_stdio_server,
+    remote_config,
+    servers_under,
+    wait_until,
+    write_toml,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -126,3 +140,27 @@ async def test_a_tool_name_no_client_could_use_is_left_out_and_logged_once(tmp_p
     assert "two words" not in scraped and "x" * 200 not in scraped
     told = [e["tool"] for e in logs if e["event"] == "remote tool left out: not a usable tool name"]
     assert sorted(told) == sorted(f"py_{name}"[:200] for name in odd)  # a name is logged cut at 200
+
+
+def test_a_stop_signal_while_a_server_is_stuck_in_initialize_at_start_up_stops_at_once(tmp_path: Path):
+    """An eager server (or one never seen: no catalogue copy) is waited for at start-up, up to the connect timeout
+    (60 s here); SIGTERM meanwhile abandons the start, stops what started, and ends the process by the signal."""
+    state = tmp_path / "state"
+    hanging = {**py_stdio_server(state, connect_timeout_seconds=60), "env": {"PY_SERVER_HANG_ONCE": "1"}}
+    config = write_toml(tmp_path / "gateway.toml", remote_config(tmp_path, [hanging]))
+    command = [sys.executable, "-m", "gateway", "serve", "--config", str(config)]
+    gateway = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert wait_until(lambda: (state / "hung-once").exists())
+        sent = time.monotonic()
+        gateway.send_signal(signal.SIGTERM)
+        _, stderr = gateway.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if gateway.poll() is None:
+            gateway.kill()
+            gateway.wait()
+    assert took < 8, f"stopping took {took:.1f} s"
+    assert gateway.returncode == -signal.SIGTERM, stderr.decode()
+    assert '"event":"stopped"' in stderr.decode()
+    assert wait_until(lambda: not servers_under(ME, str(PY_SERVER)))
