@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,9 +22,7 @@ import anyio
 import structlog
 
 from gateway.api import (
-    HttpTarget,
     ListKind,
-    StdioTarget,
     UpstreamAnswerLost,
     UpstreamConnectionLost,
     UpstreamConnector,
@@ -34,41 +31,19 @@ from gateway.api import (
     UpstreamSession,
     UpstreamSessionExpired,
     UpstreamStatus,
-    UpstreamTarget,
     scrub_secrets,
 )
 from gateway_plugins.remote.catalogue import CatalogueCopy, RemoteCatalogue
 from gateway_plugins.remote.config import ServerConfig
 from gateway_plugins.remote.errors import upstream_error, upstream_timeout, upstream_unavailable
+from gateway_plugins.remote.targets import secret_values, target_of, unusable_secrets
 
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
 
-
-def target_of(config: ServerConfig) -> UpstreamTarget:
-    """The connector's target for ``config`` (secrets resolved here, at connection time, never logged)."""
-    if config.url is not None:
-        headers = {k: v.get_secret_value() for k, v in config.headers.items() if v is not None}
-        return HttpTarget(config.url, headers, config.protocol)
-    assert config.command is not None
-    env = {k: v.get_secret_value() for k, v in config.env.items() if v is not None}
-    secrets = {where: value for where, value in secret_values(config).items() if where.startswith("env.")}
-    return StdioTarget(tuple(config.command), env, config.cwd, secrets=secrets)
-
-
-def secret_values(config: ServerConfig) -> dict[str, str]:
-    """Where each secret of ``config`` goes (``headers.Authorization``, ``env.TOKEN``) -> its value."""
-    where = {f"headers.{k}": v for k, v in config.headers.items()} | {f"env.{k}": v for k, v in config.env.items()}
-    return {
-        field: value.get_secret_value()
-        for field, value in where.items()
-        if value is not None and config.is_secret(field)
-    }
-
-
-_NOT_IN_A_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-"""Control characters (a tab is allowed): HTTP refuses them in a header value."""
+WAIT_FOR_RESTART_SECONDS = 2.0
+"""A call to a server that is down waits for a restart due this soon; a server down longer fails it at once."""
 
 
 class Upstream:
@@ -183,18 +158,8 @@ class Upstream:
     async def _connect(self) -> UpstreamSession | None:
         self._set_state("starting")
         self.starts += 1
-        missing = self.config.missing_secrets()
-        if missing:
-            unset = ", ".join(f"{key} ({variable})" for key, variable in missing.items())
-            self._failed(f"secret environment variable unset: {unset}", True)
-            return None
-        broken = [
-            field
-            for field, value in secret_values(self.config).items()
-            if field.startswith("headers.") and _NOT_IN_A_HEADER.search(value)
-        ]
-        if broken:  # a token read from a file with its line ending: say which, never what
-            self._failed(f"secret value holds a line break or control character: {', '.join(broken)}", True)
+        if unusable := unusable_secrets(self.config):  # the environment cannot change while we run: not retried
+            self._failed(unusable, True)
             return None
         opened = None
         with anyio.CancelScope() as self._connecting:  # stop() abandons an attempt under way
@@ -322,9 +287,7 @@ class Upstream:
             now = time.monotonic()
             if self._stopping:
                 raise upstream_unavailable(self.name, "the gateway is stopping", state=self.state)
-            if self.state == "down" and self._next_attempt > deadline:
-                retry = None if math.isinf(self._next_attempt) else self._next_attempt - now
-                raise upstream_unavailable(self.name, self.last_error or "down", state="down", retry_after=retry)
+            self._refuse_while_down(min(deadline, now + WAIT_FOR_RESTART_SECONDS))
             if now >= deadline:
                 reason = f"not up within {self.config.call_timeout_seconds:g} s"
                 if self.last_error:
@@ -334,12 +297,21 @@ class Upstream:
             with anyio.move_on_after(deadline - now):
                 await self._state_changed()
 
+    def _refuse_while_down(self, until: float) -> None:
+        """``upstream_unavailable`` (with ``retry_after``) when the server is down and not retried by ``until``."""
+        if self.state == "down" and self._next_attempt > until:
+            retry = None if math.isinf(self._next_attempt) else self._next_attempt - time.monotonic()
+            raise upstream_unavailable(self.name, self.last_error or "down", state="down", retry_after=retry)
+
     async def call(self, request: Callable[[UpstreamSession], Awaitable[T]]) -> T:
-        """Run ``request`` on the server: waits for it to be up and for a free slot, within the call timeout."""
+        """Run ``request`` on the server: waits for it to be up (for a restart due within
+        :data:`WAIT_FOR_RESTART_SECONDS`; a server down longer fails the call at once) and for a free slot, within
+        the call timeout."""
         assert self._slots is not None
         timeout = self.config.call_timeout_seconds
         arrived = time.monotonic()
         deadline = arrived + timeout
+        self._refuse_while_down(min(deadline, arrived + WAIT_FOR_RESTART_SECONDS))  # before it takes a slot
         try:
             self._slots.acquire_nowait()
         except anyio.WouldBlock:  # every slot is taken: queue, within the call timeout

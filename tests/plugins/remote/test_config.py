@@ -11,7 +11,7 @@ import pytest
 from gateway.api import ConfigError, HttpTarget, StdioTarget
 from gateway.app import prepare
 from gateway_plugins.remote.config import RemoteConfig, ServerConfig
-from gateway_plugins.remote.upstream import target_of
+from gateway_plugins.remote.targets import target_of
 from tests.plugins.remote.support import remote_config
 
 

@@ -193,6 +193,30 @@ async def test_a_known_but_down_server_answers_upstream_unavailable_at_once(tmp_
     assert second["code"] == "upstream_unavailable" and second["details"]["retry_after"] > 0
 
 
+async def test_a_call_does_not_wait_out_a_long_backoff(tmp_path: Path):
+    """A restart due within two seconds is waited for; one due later fails the call at once, saying when to retry,
+    however long the call timeout (60 s here), and without taking one of the server's call slots meanwhile."""
+    server = py_stdio_server(tmp_path / "state", restart_backoff_seconds=6, max_concurrency=1)
+    async with running_gateway(remote_config(tmp_path, [server])):
+        pass
+    failing = {**server, "env": {"PY_SERVER_FAIL": "1"}}
+    async with running_gateway(remote_config(tmp_path, [failing])) as client:
+        _error(await client.call_tool("py_echo", {"text": "x"}))  # starts it: it fails, the next try in 6 s
+        started = anyio.current_time()
+        async with anyio.create_task_group() as tg:
+            errors: list[dict[str, Any]] = []
+
+            async def call() -> None:
+                errors.append(_error(await client.call_tool("py_echo", {"text": "x"})))
+
+            for _ in range(3):
+                tg.start_soon(call)
+        took = anyio.current_time() - started
+    assert took < 2, f"the calls took {took:.1f} s"
+    for error in errors:
+        assert error["code"] == "upstream_unavailable" and 3 < error["details"]["retry_after"] <= 6, error
+
+
 async def test_a_server_that_never_answers_initialize_is_down_at_the_connect_timeout_and_retried(tmp_path: Path):
     server = {
         **py_stdio_server(tmp_path / "state", connect_timeout_seconds=2, restart_backoff_seconds=0.2),
