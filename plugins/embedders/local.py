@@ -264,11 +264,19 @@ class LocalEmbedder:
             raise TypeError("embed() takes a sequence of texts, not one string")
         if not texts:
             return []
-        vectors = await anyio.to_thread.run_sync(self.embed_sync, list(texts))
+        # A cancelled caller (a deadline of the embedder chain, a client gone) returns at once; its passes still
+        # queued are not run (``abandoned``), so they leave the embedding threads to the calls still waiting.
+        abandoned = threading.Event()
+        try:
+            vectors = await anyio.to_thread.run_sync(self.embed_sync, list(texts), abandoned, abandon_on_cancel=True)
+        except BaseException:
+            abandoned.set()
+            raise
         return vectors.tolist()
 
-    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        """Blocking form of :meth:`embed`: a float32 array ``[len(texts), dimension]``.
+    def embed_sync(self, texts: Sequence[str], abandoned: threading.Event | None = None) -> np.ndarray:
+        """Blocking form of :meth:`embed`: a float32 array ``[len(texts), dimension]``. Once ``abandoned`` is set,
+        no further pass starts (the result is then incomplete: only for a caller that has gone).
 
         The calling thread runs passes itself, and up to ``threads - 1`` pool workers help with the rest. A
         helper that has not started by the time the caller runs out of passes is cancelled, so a small call
@@ -286,7 +294,7 @@ class LocalEmbedder:
         chunks = self._passes_for(encodings)
         claim = threading.Lock()
         remaining = iter(chunks)
-        failed = threading.Event()
+        failed = abandoned or threading.Event()  # a failed pass stops the others: the call fails anyway
 
         def work_through() -> None:
             while not failed.is_set():
@@ -297,7 +305,7 @@ class LocalEmbedder:
                 try:
                     self._forward(chunk, encodings, result)
                 except BaseException:
-                    failed.set()  # the others stop taking passes: the call fails anyway
+                    failed.set()
                     raise
 
         running: list[futures.Future[None]] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -145,10 +146,11 @@ class PassRecorder:
     With ``rendezvous``, each pass waits until that many passes are running, so a test that passes proves they
     ran side by side (a serial embedder would break the barrier)."""
 
-    def __init__(self, *, rendezvous: int = 0, fail_pass: int = 0) -> None:
+    def __init__(self, *, rendezvous: int = 0, fail_pass: int = 0, seconds: float = 0.0) -> None:
         self._lock = threading.Lock()
         self._barrier = threading.Barrier(rendezvous) if rendezvous else None
         self._fail_pass = fail_pass
+        self._seconds = seconds
         self.running = self.most = self.passes = 0
 
     def get_outputs(self) -> list[SimpleNamespace]:
@@ -164,6 +166,7 @@ class PassRecorder:
                 self._barrier.wait(timeout=10)
             if number == self._fail_pass:
                 raise RuntimeError("this pass fails")
+            time.sleep(self._seconds)
             return [np.full((feeds["input_ids"].shape[0], 4), 0.5, dtype=np.float32)]
         finally:
             with self._lock:
@@ -214,6 +217,30 @@ def test_a_failed_pass_fails_its_call_only() -> None:
         assert embedder.embed_sync(["the next call"]).shape == (1, 4)
     finally:
         anyio.run(embedder.aclose)
+
+
+def test_a_cancelled_call_returns_at_once_and_runs_no_more_passes() -> None:
+    """The embedder chain's deadlines cancel a slow call; it must not hold the caller, nor the embedding threads,
+    for the rest of its passes (40 of 0.1 s each here)."""
+    session = PassRecorder(seconds=0.1)
+    embedder = recorded(session, threads=1)
+
+    async def cut_short() -> float:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError), anyio.fail_after(0.3):
+            await embedder.embed([f"error {n}" for n in range(40)], task="document")
+        return time.monotonic() - started
+
+    try:
+        took = anyio.run(cut_short)
+        time.sleep(0.5)  # a pass under way when the call was cancelled ends; no other starts
+        passes = session.passes
+        time.sleep(0.5)
+        assert session.passes == passes
+        assert embedder.embed_sync(["the next call"]).shape == (1, 4)
+    finally:
+        anyio.run(embedder.aclose)
+    assert took < 2 and passes < 15, (took, passes)
 
 
 def test_a_closed_embedder_refuses_calls() -> None:
