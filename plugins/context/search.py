@@ -140,9 +140,12 @@ async def rank(
     if allowed().any():
         # The query is embedded on the embedder's threads while the lexical stages score on this one.
         pending = asyncio.create_task(_dense(service, args.query, connector_ids))
-        await asyncio.sleep(0)
-        lexical = ranker.lexical(args.query)
-        dense, embedder = await pending
+        try:
+            await asyncio.sleep(0)
+            lexical = ranker.lexical(args.query)
+            dense, embedder = await pending
+        finally:  # cancelled (the client went) or the lexical stage failed: the query is not embedded for nobody
+            pending.cancel()
     # From here to the ranking nothing awaits: an index job writing meanwhile cannot change the rows under it
     # (the mask is made now; a lexical score made before new rows arrived is made again by rank).
     mask = allowed()
