@@ -126,18 +126,24 @@ class JwksFile:
         if not self._keys:
             raise ConfigError(f"plugins.auth.jwt.jwks_file: {path} has no signing key for {', '.join(algorithms)}")
         self._checked_at = time.monotonic()
+        self._reloading = anyio.Lock()  # a burst of unknown key ids reads the file once, not once per token
 
     async def key_for(self, header: Mapping[str, Any], alg: str) -> Any:
         kid = header.get("kid")
         found = self._select(kid, alg)
-        if found is None and kid is not None and time.monotonic() - self._checked_at >= _RELOAD_INTERVAL:
-            await anyio.to_thread.run_sync(self._reload_if_changed)
+        if found is None and kid is not None and self._reload_due():
+            async with self._reloading:
+                if self._reload_due():
+                    await anyio.to_thread.run_sync(self._reload_if_changed)
             found = self._select(kid, alg)
         if found is None:
             if kid is None:
                 raise refuse("unknown_key", "the token names no key id (kid) and the key set cannot tell which key")
             raise refuse("unknown_key", "no key of the key set matches the token's key id (kid)")
         return found.key
+
+    def _reload_due(self) -> bool:
+        return time.monotonic() - self._checked_at >= _RELOAD_INTERVAL
 
     def _select(self, kid: Any, alg: str) -> _Jwk | None:
         family = FAMILIES[alg]
