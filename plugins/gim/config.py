@@ -152,3 +152,8 @@ class GimConfig(BaseModel):
         1.0, ge=0.0, le=60.0, description="How stale the lexical index may be for searches (other processes' items)."
     )
     reindex_batch: int = Field(64, ge=1, le=4096, description="Items re-embedded per batch by a reindex.")
+    adopt_vector_store: bool = Field(
+        False,
+        description="Pair the database with the configured vector store at start, though its vectors were written to "
+        "another (the old one was lost or replaced on purpose): the audit then re-embeds what it lacks. For one start.",
+    )

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from gateway_plugins.gim.pairing import check_pairing
 from gateway_plugins.gim.vectors import collection_name, point_id
 
 if TYPE_CHECKING:
@@ -82,7 +83,9 @@ async def _audit_collection(core: GimCore, embedder_id: str, generation: int) ->
 
 
 async def reconcile(core: GimCore) -> dict[str, Any]:
-    """Start-up reconciliation (under the dedup lock): pending rows, then every collection's points."""
+    """Start-up reconciliation (under the dedup lock): the vector store is the database's pair
+    (:mod:`~gateway_plugins.gim.pairing`), then pending rows, then every collection's points."""
+    await check_pairing(core, adopt=core.config.adopt_vector_store)
     report: dict[str, Any] = {"pending_removed": await reconcile_pending(core)}
     repaired = 0
     for generation in list(core.vectors.generations.values()):
