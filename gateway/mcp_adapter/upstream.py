@@ -22,6 +22,7 @@ from gateway.api.upstream import (
     UpstreamSessionExpired,
     UpstreamTarget,
 )
+from gateway.mcp_adapter.listings import LISTINGS, read_page
 from gateway.mcp_adapter.sdk import (
     MCP_NAME_HEADER,
     MODERN_PROTOCOL_VERSIONS,
@@ -198,13 +199,11 @@ class SdkWire:
             "tools/call": lambda: client.call_tool(params["name"], params["arguments"], progress_callback=progress),
             "resources/read": lambda: client.read_resource(params["uri"]),
             "prompts/get": lambda: client.get_prompt(params["name"], params["arguments"]),
-            "tools/list": lambda: client.list_tools(cursor=cursor),
-            "resources/list": lambda: client.list_resources(cursor=cursor),
-            "resources/templates/list": lambda: client.list_resource_templates(cursor=cursor),
-            "prompts/list": lambda: client.list_prompts(cursor=cursor),
         }
         try:
-            answer = (await calls[method]()).model_dump(mode="json", by_alias=True, exclude_none=True)
+            # A listing is read entry by entry: an entry the SDK refuses is left out, not the whole page.
+            pending = read_page(client, method, cursor) if method in LISTINGS else calls[method]()
+            answer = (await pending).model_dump(mode="json", by_alias=True, exclude_none=True)
             if method == "tools/list":  # the SDK's client kept the tools whose x-mcp-header annotations are valid
                 self._header_maps.update((t["name"], x_mcp_header_map(t.get("inputSchema"))) for t in answer["tools"])
             return answer

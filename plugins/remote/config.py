@@ -28,6 +28,7 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     PrivateAttr,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -39,7 +40,10 @@ PREFIX = re.compile(r"^[A-Za-z0-9_.-]*$")
 """What a prefix may hold: characters MCP tool names use."""
 HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 """An HTTP header name (RFC 9110 token)."""
-PROTOCOL = re.compile(r"^(auto|legacy|\d{4}-\d{2}-\d{2})$")
+MODERN_PROTOCOLS = ("2026-07-28",)
+"""The modern protocol versions ``protocol`` may name: the ones the host's MCP adapter speaks (its SDK's
+``MODERN_PROTOCOL_VERSIONS``, which ``gateway.api`` does not publish; a test keeps the two equal)."""
+_VERSION = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 _CREDENTIAL = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECASE)
@@ -60,9 +64,15 @@ class ToolFilter(BaseModel):
             raise ValueError("give either allow or deny, not both")
         return self
 
+    @property
+    def listing(self) -> Literal["allow", "deny"]:
+        """Which list is given (``deny``, empty, when neither is)."""
+        return "allow" if self.allow is not None else "deny"
+
     def absent_from(self, offered: set[str]) -> list[str]:
-        """The names ``allow`` lists that the server does not offer (a misspelling, or a server version)."""
-        return sorted(set(self.allow or ()) - offered)
+        """The names the list given (``allow`` or ``deny``) holds that the server does not offer (a misspelling, or
+        a server version)."""
+        return sorted(set(self.allow if self.allow is not None else self.deny) - offered)
 
     def admits(self, name: str) -> bool:
         return name in self.allow if self.allow is not None else name not in self.deny
@@ -81,7 +91,9 @@ class ServerConfig(BaseModel):
     headers: dict[str, Secret] = Field(
         default_factory=dict, description="Headers sent to the HTTP server; write credentials as { env = NAME }."
     )
-    protocol: str = Field("auto", description="HTTP: 'auto', 'legacy' (handshake era) or a 2026 protocol version.")
+    protocol: str = Field(
+        "auto", description="HTTP: 'auto', 'legacy' (handshake era) or a modern protocol version (2026-07-28)."
+    )
     prefix: str = Field("", description="Prepended to the server's tool and prompt names.")
     tools: ToolFilter = Field(default_factory=ToolFilter)
     scope: str | None = Field(None, description="The scope a caller needs for this server's tools and prompts.")
@@ -139,10 +151,17 @@ class ServerConfig(BaseModel):
 
     @field_validator("protocol")
     @classmethod
-    def _protocol(cls, value: str) -> str:
-        if not PROTOCOL.match(value):
-            raise ValueError("'auto', 'legacy' or a protocol version (YYYY-MM-DD)")
-        return value
+    def _protocol(cls, value: str, info: ValidationInfo) -> str:
+        if value in ("auto", "legacy", *MODERN_PROTOCOLS):
+            return value
+        server = f"server {info.data['name']!r}: " if "name" in info.data else ""
+        modern = ", ".join(MODERN_PROTOCOLS)
+        if _VERSION.match(value) and value < min(MODERN_PROTOCOLS):  # the dates sort as the versions do
+            raise ValueError(
+                f"{server}protocol {value!r} is a handshake-era version: write 'legacy' (that era, its "
+                "version negotiated) or 'auto'"
+            )
+        raise ValueError(f"{server}protocol must be 'auto', 'legacy' or a version the gateway speaks ({modern})")
 
     @field_validator("headers")
     @classmethod

@@ -189,7 +189,13 @@ class RemotePack(ToolPack):
         return prompts
 
     def may_offer_later(self, name: str) -> bool:
-        return any(name.startswith(upstream.config.prefix) for upstream in self.upstreams)
+        """Whether a server whose prefix ``name`` has may list it later: one whose tools are not known yet, or
+        that is not up (its copy of the catalogue may be stale). A server up with a known catalogue lists what it
+        offers now, so it excuses no other name (with the default empty prefix it would excuse every name)."""
+        return any(
+            name.startswith(upstream.config.prefix) and not (upstream.catalogue.known and upstream.state == "up")
+            for upstream in self.upstreams
+        )
 
     def status(self) -> Sequence[UpstreamStatus]:
         counts: dict[str, int] = {}

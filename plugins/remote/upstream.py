@@ -177,6 +177,7 @@ class Upstream:
 
     async def _open(self) -> tuple[UpstreamSession, RemoteCatalogue] | None:
         """Connect and read what the server offers; None (the server down) if either fails."""
+        structlog.contextvars.bind_contextvars(upstream=self.name)  # this task's lines name the server (adapter's)
         try:
             session = await self._connector().connect(
                 self.name,
@@ -259,6 +260,10 @@ class Upstream:
         self._wake()
 
     async def _update_catalogue(self, catalogue: RemoteCatalogue) -> None:
+        # At every read, changed or not: a misspelling added to the config leaves the server's catalogue as it was.
+        if absent := self.config.tools.absent_from({t.name for t in catalogue.tools}):  # a misspelt allow/deny list
+            where = f"tools.{self.config.tools.listing}"
+            log.warning(f"upstream offers no tool of these names in {where}", upstream=self.name, tools=absent)
         if self.catalogue.known and catalogue == self.catalogue:
             return
         self.catalogue = catalogue
@@ -273,8 +278,6 @@ class Upstream:
         )
         for tool in catalogue.tools:  # remote text: logged through the log redaction like any other line
             log.debug("upstream tool", upstream=self.name, name=tool.name, description=tool.description)
-        if absent := self.config.tools.absent_from({t.name for t in catalogue.tools}):  # a misspelt allow list
-            log.warning("upstream offers no tool of these names in tools.allow", upstream=self.name, tools=absent)
         await self._on_catalogue_change()
 
     # -- calls ----------------------------------------------------------------------------------------------

@@ -32,9 +32,9 @@ class EmbeddingWatch:
         embed_sync, search = LocalEmbedder.embed_sync, LexicalIndex.search_sliced
         watch = self
 
-        def watched_embed(embedder: LocalEmbedder, texts: Sequence[str]) -> Any:
+        def watched_embed(embedder: LocalEmbedder, texts: Sequence[str], *rest: Any) -> Any:
             watch.begun.set()
-            return embed_sync(embedder, texts)
+            return embed_sync(embedder, texts, *rest)
 
         async def watched_search(index: LexicalIndex, tokens: Sequence[str], *, limit: int) -> Any:
             watch.lookups.append(watch.begun.wait(_PATIENCE_SECONDS))

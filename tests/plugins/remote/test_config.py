@@ -28,7 +28,7 @@ def _check(tmp_path: Path, *servers: dict[str, Any]) -> str:
         ({"name": "a", "command": ["x"], "url": "http://h/mcp"}, "give either command (stdio) or url"),
         ({"name": "a", "url": "ftp://h/mcp"}, "url must be an http:// or https:// URL with a host"),
         ({"name": "a", "url": "http://"}, "url must be an http:// or https:// URL with a host"),
-        ({"name": "a", "url": "http://h/mcp", "protocol": "banana"}, "servers.0.protocol': 'auto'"),
+        ({"name": "a", "url": "http://h/mcp", "protocol": "banana"}, "servers.0.protocol': server 'a': protocol must"),
         ({"name": "a", "url": "http://h/mcp", "headers": {"Bad Header": "x"}}, "not an HTTP header name"),
         ({"name": "a", "command": ["x"], "prefix": "my tools/"}, "servers.0.prefix"),
         ({"name": "a", "command": [""]}, "the first element must name the program"),
@@ -133,11 +133,31 @@ def test_an_idle_timeout_of_zero_means_never() -> None:
     assert ServerConfig(name="s", command=["srv"]).idle_timeout_seconds == 600
 
 
-def test_an_allow_list_naming_tools_the_server_lacks_is_told() -> None:
+def test_an_allow_or_deny_list_naming_tools_the_server_lacks_is_told() -> None:
     from gateway_plugins.remote.config import ToolFilter
 
     assert ToolFilter(allow=["echo", "add"]).absent_from({"echo", "get-sum"}) == ["add"]
-    assert ToolFilter(deny=["x"]).absent_from({"echo"}) == []
+    assert ToolFilter(allow=["echo", "add"]).listing == "allow"
+    assert ToolFilter(deny=["ehco", "echo"]).absent_from({"echo"}) == ["ehco"]
+    assert ToolFilter(deny=["ehco"]).listing == "deny" and ToolFilter().absent_from({"echo"}) == []
+
+
+@pytest.mark.parametrize("protocol", ["2025-06-18", "2025-11-25", "2024-11-05"])
+def test_a_handshake_era_protocol_version_is_refused_saying_to_write_legacy(tmp_path: Path, protocol: str) -> None:
+    message = _check(tmp_path, {"name": "web", "url": "http://h/mcp", "protocol": protocol})
+    assert "'plugins.remote.servers.0.protocol': server 'web'" in message
+    assert f"{protocol!r} is a handshake-era version: write 'legacy'" in message
+
+
+def test_only_a_protocol_version_the_adapter_speaks_is_accepted(tmp_path: Path) -> None:
+    from gateway.mcp_adapter.sdk import MODERN_PROTOCOL_VERSIONS
+    from gateway_plugins.remote.config import MODERN_PROTOCOLS
+
+    assert set(MODERN_PROTOCOLS) == set(MODERN_PROTOCOL_VERSIONS)  # the one list the config keeps, kept true
+    for protocol in ["auto", "legacy", *MODERN_PROTOCOLS]:
+        assert ServerConfig(name="web", url="http://h/mcp", protocol=protocol).protocol == protocol
+    message = _check(tmp_path, {"name": "web", "url": "http://h/mcp", "protocol": "2099-01-01"})
+    assert "server 'web': protocol must be 'auto', 'legacy' or a version the gateway speaks (2026-07-28)" in message
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -161,11 +161,30 @@ def review(code: str, language: str = "python") -> str:
     return f"Please review this {language} code:\n{code}"
 
 
+def _list_a_bad_tool() -> None:
+    """Serve ``lopsided``, a tool whose input schema is a string's, in ``tools/list`` as it is: the SDK's server
+    checks its own answers against the protocol and would refuse the page, so it skips the tools' check."""
+    from mcp_types import methods
+
+    server.add_tool(echo, name="lopsided", description="Its input schema is a string's.")
+    server._tool_manager.get_tool("lopsided").parameters = {"type": "string"}
+    strict = methods.serialize_server_result
+
+    def lenient(method: str, version: str, data: Any, **options: Any) -> dict[str, Any]:
+        if method != "tools/list":
+            return strict(method, version, data, **options)
+        return {**strict(method, version, {**data, "tools": []}, **options), "tools": data["tools"]}
+
+    methods.serialize_server_result = lenient
+
+
 def main() -> None:
     if os.environ.get("PY_SERVER_FAIL"):
         print("cannot start: told to fail", file=sys.stderr)
         sys.exit(3)
     STATE.mkdir(parents=True, exist_ok=True)
+    if os.environ.get("PY_SERVER_BAD_SCHEMA"):  # one tool whose input schema is no object's: the protocol refuses it
+        _list_a_bad_tool()
     if said := os.environ.get("PY_SERVER_SAY_ENV"):  # a server that prints a variable of its own (its key)
         print(f"starting with {said}={os.environ.get(said)}", file=sys.stderr, flush=True)
     if os.environ.get("PY_SERVER_STUBBORN_CHILD"):  # a helper in its group that ignores SIGTERM, holding stdout
