@@ -282,8 +282,9 @@ def call_command(env: CliEnvironment, tool: str, arguments: str) -> None:
             context = runtime.new_context(transport="cli")
             try:
                 outcome = await runtime.call_tool(tool, parsed, context)
-            except UnknownTool:
-                raise click.ClickException(f"unknown tool {tool!r} (served: {', '.join(runtime.tools)})") from None
+            except UnknownTool as exc:
+                why = f"{exc.reason}; " if exc.reason else ""
+                raise click.ClickException(f"unknown tool {tool!r} ({why}served: {', '.join(runtime.tools)})") from None
         click.echo(json.dumps(outcome.body, indent=2, ensure_ascii=False))
         return outcome.is_error
 

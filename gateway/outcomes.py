@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from gateway.api.context import CallContext
 from gateway.api.errors import (
     Forbidden,
+    GatewayError,
     InternalError,
     ProviderUnavailable,
     ServiceUnavailable,
@@ -31,6 +32,7 @@ from gateway.json_schemas import schema_errors
 
 __all__ = [
     "CallOutcome",
+    "UnknownTool",
     "checked_output",
     "encoded_error",
     "encoded_result",
@@ -43,6 +45,15 @@ __all__ = [
 ]
 
 log = structlog.get_logger(__name__)
+
+
+class UnknownTool(GatewayError):
+    """No served tool has this name (a protocol error, not a tool result). ``reason``: why, when a pack knows (the
+    remote server whose prefix the name has is down, its tools not known)."""
+
+    def __init__(self, name: str, reason: str | None = None) -> None:
+        super().__init__(f"Unknown tool: {name}" + (f" ({reason})" if reason else ""))
+        self.name, self.reason = name, reason
 
 
 @dataclass(frozen=True)

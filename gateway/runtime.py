@@ -19,7 +19,6 @@ from gateway.api.context import CallContext, Principal, Transport
 from gateway.api.errors import (
     ConfigError,
     Forbidden,
-    GatewayError,
     InternalError,
     NotFound,
     PluginError,
@@ -37,6 +36,7 @@ from gateway.logs import MAX_REDACTED_NAME, call_log, enter_call, exit_call
 from gateway.metrics import GatewayMetrics
 from gateway.outcomes import (
     CallOutcome,
+    UnknownTool,
     checked_output,
     encoded_error,
     encoded_result,
@@ -53,10 +53,6 @@ from gateway.providers import ProviderHub
 __all__ = ["CallOutcome", "GatewayRuntime", "ServedTool", "UnknownTool"]
 
 log = structlog.get_logger(__name__)
-
-
-class UnknownTool(GatewayError):
-    """No served tool has this name (a protocol error, not a tool result)."""
 
 
 CatalogueListener = Callable[[], Awaitable[None]]
@@ -239,7 +235,7 @@ class GatewayRuntime:
         if served is None:
             self.metrics.unknown_tool()
             self._log_call(name[:MAX_REDACTED_NAME], context, "unknown_tool", 0.0)  # cut once redacted
-            raise UnknownTool(name)
+            raise UnknownTool(name, next(filter(None, (p.why_not_served(name) for p in self.packs.values())), None))
         context.tool_name = name
         started = time.perf_counter()
         scope = enter_call(context.correlation_id, name)

@@ -255,6 +255,11 @@ class ToolPack:
         whose lists change: a name with one of their prefixes). False for a pack whose tools are fixed."""
         return False
 
+    def why_not_served(self, name: str) -> str | None:
+        """Why a tool of this full name is not served, when this pack knows (the remote server whose prefix it has
+        is down and its tools are not known): said in the "unknown tool" error. ``None``: nothing to say."""
+        return None
+
     def rest_routes(self) -> Sequence[RestRoute]:
         """REST operations served under ``/api/v1`` over HTTP (see :class:`gateway.api.RestRoute`). Their handlers
         call the same methods the tool handlers do, so MCP and REST share one implementation."""

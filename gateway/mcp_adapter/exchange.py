@@ -50,8 +50,8 @@ async def run_call(
     direct answer); an unknown tool is the protocol's invalid-params error."""
     try:
         outcome = await runtime.call_tool(name, arguments, context)
-    except UnknownTool:
-        raise MCPError(mt.INVALID_PARAMS, f"Unknown tool: {name}") from None
+    except UnknownTool as exc:
+        raise MCPError(mt.INVALID_PARAMS, str(exc)) from None
     return _tool_result(outcome)
 
 

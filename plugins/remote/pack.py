@@ -197,6 +197,13 @@ class RemotePack(ToolPack):
             for upstream in self.upstreams
         )
 
+    def why_not_served(self, name: str) -> str | None:
+        for up in self.upstreams:
+            if name.startswith(up.config.prefix) and not up.catalogue.known and up.state in ("down", "starting"):
+                why = f": {up.last_error}" if up.state == "down" and up.last_error else ""
+                return f"remote server {up.name!r}, whose tools are not known yet, is {up.state}{why}"
+        return None
+
     def status(self) -> Sequence[UpstreamStatus]:
         counts: dict[str, int] = {}
         for upstream, _, _ in self._served_tools():
