@@ -5,7 +5,8 @@ Statements use ``:name`` parameters, translated to psycopg's ``%(name)s`` (:func
 to_pyformat`). Every pooled connection runs in autocommit mode with ``TimeZone`` UTC, the configured
 ``statement_timeout`` and, when ``schema`` is set, ``search_path`` = that schema (created if missing).
 Transactions are explicit; migrations serialise on an advisory lock, so replicas starting together apply each
-migration once.
+migration once. Every exchange with the server also has a client-side deadline, and TCP keepalives detect a
+vanished peer (:mod:`gateway_plugins.stores.postgres_health`).
 
 Types: see :mod:`gateway_plugins.stores`.
 """
@@ -13,9 +14,10 @@ Types: see :mod:`gateway_plugins.stores`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
 from typing import Any, Literal
 
 import psycopg
@@ -23,28 +25,19 @@ import psycopg_pool
 import structlog
 from psycopg import AsyncConnection, sql
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.api import ConfigError, Migration, ProviderContext, ProviderUnavailable, Secret, StoreIntegrityError
+from gateway.api import ConfigError, Migration, ProviderContext, ProviderUnavailable, Secret
 from gateway.api.stores import Params, Row
 from gateway_plugins.stores.guard import TransactionGuard
-from gateway_plugins.stores.sql import MIGRATIONS_TABLE, check_applied, ordered_migrations, require_aware, to_pyformat
+from gateway_plugins.stores.postgres_health import ServerHealth, bounded, recording_connection_class
+from gateway_plugins.stores.postgres_sql import Transaction, apply_migration, keepalives, run
+from gateway_plugins.stores.sql import ordered_migrations
 
 log = structlog.get_logger(__name__)
-
-_LOCK_MIGRATIONS = "SELECT pg_advisory_xact_lock(hashtextextended('mcp-gateway:migrations', 0))"
-_MIGRATIONS_DDL = f"""
-CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (
-    namespace TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-    PRIMARY KEY (namespace, version)
-)
-"""
 
 
 class PostgresStoreConfig(BaseModel):
@@ -57,9 +50,10 @@ class PostgresStoreConfig(BaseModel):
     min_size: int = Field(default=1, ge=0)
     max_size: int = Field(default=10, ge=1)
     connect_timeout: float = Field(default=10.0, gt=0)
-    """Seconds to connect, and to wait for a free pooled connection."""
+    """Seconds to connect, to wait for a free pooled connection, and for a pooled one to pass its check."""
     statement_timeout: float | None = Field(default=30.0, ge=0)
-    """Seconds a statement may run before the server cancels it (``None`` or 0: no limit)."""
+    """Seconds a statement may run before the server cancels it (``None`` or 0: no limit). The client gives up on
+    a server that does not answer within ``statement_timeout + connect_timeout`` (one that is frozen or cut off)."""
     schema_name: str | None = Field(default=None, alias="schema", min_length=1, max_length=63)
     """Keep the gateway's tables in this schema (created if missing) instead of ``public``."""
     prepared_statements: bool = True
@@ -67,74 +61,6 @@ class PostgresStoreConfig(BaseModel):
     Turn off behind a pooler in *transaction* mode (Supabase port 6543, PgBouncer ``pool_mode = transaction``)."""
     prepare_threshold: int = Field(default=5, ge=0)
     application_name: str = "mcp-gateway"
-
-
-def to_postgres_value(value: Any) -> Any:
-    if isinstance(value, dict | list):
-        return Jsonb(value)
-    if isinstance(value, datetime):
-        return require_aware(value)
-    return value
-
-
-def postgres_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {key: to_postgres_value(value) for key, value in (params or {}).items()}
-
-
-class _Transaction:
-    """The :class:`gateway.api.Transaction` of one pooled connection."""
-
-    def __init__(self, connection: AsyncConnection[Row]) -> None:
-        self._connection = connection
-        self.rolled_back = False
-        self.finished = False
-
-    def _check(self) -> None:
-        if self.finished:
-            raise RuntimeError("this transaction is over: use it only inside its `async with` block")
-        if self.rolled_back:
-            raise RuntimeError("this transaction was rolled back after an integrity error")
-
-    async def _run(self, sql_text: str, params: Params | None, fetch: Literal["none", "one", "all"]) -> Any:
-        self._check()
-        try:
-            return await _run(self._connection, sql_text, params, fetch)
-        except StoreIntegrityError:
-            self.rolled_back = True  # PostgreSQL has aborted the transaction; it is rolled back on exit
-            raise
-
-    async def execute(self, sql: str, params: Params | None = None) -> int:
-        return int(await self._run(sql, params, "none"))
-
-    async def execute_many(self, sql: str, rows: Sequence[Params]) -> None:
-        self._check()
-        try:
-            async with self._connection.cursor() as cursor:
-                await cursor.executemany(to_pyformat(sql), [postgres_params(row) for row in rows])
-        except psycopg.IntegrityError as exc:
-            self.rolled_back = True
-            raise StoreIntegrityError(str(exc)) from exc
-
-    async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
-        return await self._run(sql, params, "one")
-
-    async def fetch_all(self, sql: str, params: Params | None = None) -> list[Row]:
-        return await self._run(sql, params, "all")
-
-
-async def _run(
-    connection: AsyncConnection[Row], sql_text: str, params: Params | None, fetch: Literal["none", "one", "all"]
-) -> Any:
-    try:
-        async with connection.cursor() as cursor:
-            await cursor.execute(to_pyformat(sql_text), postgres_params(params))
-            if fetch == "one":
-                return await cursor.fetchone()
-            if fetch == "all":
-                return await cursor.fetchall()
-            return cursor.rowcount
-    except psycopg.IntegrityError as exc:
-        raise StoreIntegrityError(str(exc)) from exc
 
 
 class PostgresStore:
@@ -172,6 +98,10 @@ class PostgresStore:
         self._schema = schema
         self._statement_timeout = statement_timeout
         self._connect_timeout = connect_timeout
+        # beyond the server's own statement_timeout, the client waits connect_timeout more before giving up on it
+        self._deadline = statement_timeout + connect_timeout if statement_timeout else None
+        self._health = ServerHealth(provider, secret=str(parts.get("password") or "") or None)
+        self._connection_class = recording_connection_class(self._health)
         self._connect_kwargs: dict[str, Any] = {
             "autocommit": True,
             "row_factory": dict_row,
@@ -179,10 +109,13 @@ class PostgresStore:
             "connect_timeout": max(2, round(connect_timeout)),
             "application_name": application_name,
         }
+        self._connect_kwargs |= {k: v for k, v in keepalives(connect_timeout).items() if k not in parts}
         self._min_size = min_size
         self._max_size = max(max_size, min_size)
         self._pool: AsyncConnectionPool[AsyncConnection[Row]] | None = None
         self._open_lock = asyncio.Lock()
+        self._reach_lock = asyncio.Lock()
+        self._abandoned: set[asyncio.Future[Any]] = set()
         self._closed = False
         self._guard = TransactionGuard(self)
 
@@ -196,7 +129,8 @@ class PostgresStore:
             settings["search_path"] = sql.Identifier(self._schema).as_string(connection)
         calls = ", ".join("set_config(%s, %s, false)" for _ in settings)
         values = [item for pair in settings.items() for item in pair]
-        await connection.execute(f"SELECT {calls}", values, prepare=False)
+        async with bounded(connection, self._connect_timeout, self._provider):
+            await connection.execute(f"SELECT {calls}", values, prepare=False)
 
     async def _ensure_open(self) -> AsyncConnectionPool[AsyncConnection[Row]]:
         if self._closed:
@@ -207,22 +141,35 @@ class PostgresStore:
                     self._pool = await self._open()
         return self._pool
 
+    async def _connect(self) -> AsyncConnection[Row]:
+        """A connection of its own (not pooled); :class:`ProviderUnavailable` with the server's message if none."""
+        try:
+            return await self._connection_class.connect(self._dsn, **self._connect_kwargs)
+        except psycopg.OperationalError:
+            raise self._health.unavailable() from None  # the message, without the password, is the health's
+
     async def _open(self) -> AsyncConnectionPool[AsyncConnection[Row]]:
         # One direct connection first: a wrong password or host fails here with the server's own message,
         # where the pool would only report a timeout. It also creates the schema.
-        try:
-            probe = await AsyncConnection.connect(self._dsn, **self._connect_kwargs)
-        except psycopg.OperationalError as exc:
-            raise ProviderUnavailable(self._provider, f"cannot connect: {exc}".strip()) from exc
-        async with probe:
+        async with await self._connect() as probe:
             if self._schema:
-                async with probe.transaction():
-                    await probe.execute(
-                        "SELECT pg_advisory_xact_lock(hashtextextended('mcp-gateway:schema', 0))", prepare=False
-                    )
-                    await probe.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self._schema)))
+                try:
+                    async with bounded(probe, self._deadline, self._provider), probe.transaction():
+                        await probe.execute(
+                            "SELECT pg_advisory_xact_lock(hashtextextended('mcp-gateway:schema', 0))", prepare=False
+                        )
+                        await probe.execute(
+                            sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self._schema))
+                        )
+                except psycopg.errors.InsufficientPrivilege as exc:
+                    raise ConfigError(
+                        f"{self._provider}: role {probe.info.user!r} may not create the schema {self._schema!r} "
+                        f"(PostgreSQL: {exc}): create it beforehand, owned by that role, or grant CREATE on database "
+                        f"{probe.info.dbname!r} to it"
+                    ) from None
         pool: AsyncConnectionPool[AsyncConnection[Row]] = AsyncConnectionPool(
             self._dsn,
+            connection_class=self._connection_class,
             kwargs=self._connect_kwargs,
             min_size=self._min_size,
             max_size=self._max_size,
@@ -236,114 +183,170 @@ class PostgresStore:
             await pool.open(wait=True, timeout=self._connect_timeout)
         except psycopg_pool.PoolTimeout as exc:
             await pool.close()
-            raise ProviderUnavailable(self._provider, f"the connection pool did not fill: {exc}") from exc
+            reason = self._health.describe(f"the connection pool did not fill: {exc}")
+            raise ProviderUnavailable(self._provider, reason) from exc
         log.debug("postgres store opened", schema=self._schema, max_size=self._max_size)
         return pool
 
     async def probe(self) -> None:
         """Whether the server answers, on a connection of its own (``/health``): every pooled one may be busy with
         long queries, and a busy store is not a down one. Raises :class:`ProviderUnavailable` when it does not."""
-        try:
-            async with await AsyncConnection.connect(self._dsn, **self._connect_kwargs) as connection:
-                await connection.execute("SELECT 1", prepare=False)
-        except psycopg.OperationalError as exc:
-            raise ProviderUnavailable(self._provider, f"cannot connect: {exc}".strip()) from exc
+        async with await self._connect() as connection:
+            try:
+                async with bounded(connection, self._connect_timeout, self._provider):
+                    await connection.execute("SELECT 1", prepare=False)
+            except psycopg.OperationalError as exc:
+                raise ProviderUnavailable(self._provider, f"cannot connect: {exc}".strip()) from exc
 
     async def _check(self, connection: AsyncConnection[Any]) -> None:
-        """The pool's check of a connection it hands out. One found broken means the server went away (restarted,
-        or ended the sessions), and so are the other idle ones: they are all checked and replaced at once, where the
-        pool would try them one by one with a growing pause (1 s, 2 s, 4 s...) and time the caller out."""
+        """The pool's check of a connection it hands out, within ``connect_timeout``. One found broken means the
+        server went away (restarted, or ended the sessions), and so are the other idle ones: they are all checked
+        and replaced at once, where the pool would try them one by one with a growing pause (1 s, 2 s, 4 s...) and
+        time the caller out. One that does not answer in time is discarded, and the server taken as down."""
         try:
-            await AsyncConnectionPool.check_connection(connection)
+            async with bounded(connection, self._connect_timeout, self._provider):
+                await AsyncConnectionPool.check_connection(connection)
+        except ProviderUnavailable as exc:
+            self._health.failed(exc)  # frozen or cut off: checking the other idle connections would wait as long
+            raise
         except Exception:
             if self._pool is not None:
                 await self._pool.check()
             raise
+
+    async def _reach(self) -> None:
+        """After a failed connection attempt, whether the server is back: one connection of our own (one at a
+        time), rather than waiting for the pool, whose attempts space out while the server is away."""
+        async with self._reach_lock:
+            self._health.raise_if_open()  # another call has just tried
+            if self._health.failing:
+                connection = await self._connect()
+                await connection.close()
+
+    async def _getconn(self, pool: AsyncConnectionPool[AsyncConnection[Row]]) -> AsyncConnection[Row]:
+        """A pooled connection, or :class:`ProviderUnavailable` as soon as a connection attempt fails meanwhile."""
+        self._health.raise_if_open()
+        if self._health.failing:
+            await self._reach()
+        getting = asyncio.ensure_future(pool.getconn())
+        failure = asyncio.ensure_future(self._health.next_failure())
+        try:
+            await asyncio.wait((getting, failure), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            failure.cancel()
+            if not getting.done():  # not cancelled: the pool's checks swallow cancellation
+                self._abandoned.add(getting)
+                getting.add_done_callback(functools.partial(self._give_back, pool))
+        if not getting.done():
+            raise self._health.unavailable()
+        try:
+            return getting.result()
+        except psycopg_pool.PoolTimeout as exc:
+            raise ProviderUnavailable(self._provider, self._health.describe(f"no free connection: {exc}")) from exc
+
+    def _give_back(self, pool: AsyncConnectionPool[AsyncConnection[Row]], getting: asyncio.Task[Any]) -> None:
+        """Return to the pool the connection a call stopped waiting for (or retrieve the wait's error)."""
+        self._abandoned.discard(getting)
+        if not getting.cancelled() and getting.exception() is None:
+            returning = asyncio.ensure_future(pool.putconn(getting.result()))
+            self._abandoned.add(returning)
+            returning.add_done_callback(self._abandoned.discard)
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Row]]:
         """A pooled connection (autocommit); given back, rolled back if need be, when the block ends. Losing the
         server meanwhile (a restart, a timeout, an administrator's shutdown) is :class:`ProviderUnavailable`."""
         pool = await self._ensure_open()
-        try:
-            connection = await pool.getconn()
-        except psycopg_pool.PoolTimeout as exc:
-            raise ProviderUnavailable(self._provider, f"no free connection in the pool: {exc}") from exc
+        connection = await self._getconn(pool)
         try:
             yield connection
-        except psycopg.errors.QueryCanceled:
-            raise  # statement_timeout: the statement's own doing, which a retry would repeat
+        except psycopg.errors.QueryCanceled as exc:
+            raise ProviderUnavailable(
+                self._provider,
+                f"a statement ran past statement_timeout ({self._statement_timeout:g} s): a slow query, or a wait "
+                f"for a lock another session holds ({exc})",
+            ) from exc
         except psycopg.OperationalError as exc:
             raise ProviderUnavailable(self._provider, f"the database failed the request: {exc}".strip()) from exc
         finally:
             await pool.putconn(connection)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[_Transaction]:
+    async def transaction(self) -> AsyncIterator[Transaction]:
         """A transaction on one pooled connection: committed when the block ends, rolled back if it raises."""
         self._guard.refuse_nesting()
         async with self._connection() as connection:
-            tx = _Transaction(connection)
+            tx = Transaction(connection, self._deadline, self._provider)
             with self._guard.active():
                 try:
-                    async with connection.transaction():
-                        yield tx
-                        if tx.rolled_back:  # an integrity error was caught inside the block: undo everything
-                            raise psycopg.Rollback()
-                except psycopg.IntegrityError as exc:  # a deferred constraint, checked at COMMIT
-                    raise StoreIntegrityError(str(exc)) from exc
+                    await self._run(connection, "BEGIN")
+                    yield tx
+                    await self._run(connection, "ROLLBACK" if tx.rolled_back else "COMMIT")
+                except BaseException:
+                    if not connection.closed and connection.info.transaction_status != TransactionStatus.IDLE:
+                        with contextlib.suppress(ProviderUnavailable, psycopg.Error):  # else the pool discards it
+                            await self._run(connection, "ROLLBACK")
+                    raise
                 finally:
                     tx.finished = True
+
+    async def _run(self, connection: AsyncConnection[Row], command: str) -> None:
+        await run(connection, command, None, "none", self._deadline, self._provider)
 
     async def execute(self, sql: str, params: Params | None = None) -> int:
         """One statement, committed on its own."""
         self._guard.refuse_nesting()
         async with self._connection() as connection:
-            return int(await _run(connection, sql, params, "none"))
+            return int(await run(connection, sql, params, "none", self._deadline, self._provider))
 
     async def fetch_one(self, sql: str, params: Params | None = None) -> Row | None:
         async with self._connection() as connection:
-            return await _run(connection, sql, params, "one")
+            return await run(connection, sql, params, "one", self._deadline, self._provider)
 
     async def fetch_all(self, sql: str, params: Params | None = None) -> list[Row]:
         async with self._connection() as connection:
-            return await _run(connection, sql, params, "all")
+            return await run(connection, sql, params, "all", self._deadline, self._provider)
 
     async def migrate(self, namespace: str, migrations: Sequence[Migration]) -> None:
         """Apply the migrations of ``namespace`` not yet applied, in version order, each in its own transaction.
 
         Each transaction first takes a cluster-wide advisory lock, so replicas migrating at once take turns and
-        each migration runs exactly once. A migration's SQL may hold several statements.
+        each migration runs exactly once. A migration's SQL may hold several statements. A role lacking a privilege
+        they need is a :class:`ConfigError` naming it.
         """
         ordered = ordered_migrations(namespace, migrations)
         self._guard.refuse_nesting()
         applied: dict[int, str] = {}
         for migration in ordered:
-            async with self._connection() as connection, connection.transaction():
-                # a migration may outlast the per-statement timeout, and so may waiting for another replica's
-                await connection.execute("SET LOCAL statement_timeout = 0", prepare=False)
-                await connection.execute(_LOCK_MIGRATIONS, prepare=False)
-                await connection.execute(_MIGRATIONS_DDL, prepare=False)
-                cursor = await connection.execute(
-                    f"SELECT version, name FROM {MIGRATIONS_TABLE} WHERE namespace = %s", (namespace,), prepare=False
-                )
-                applied = {row["version"]: row["name"] for row in await cursor.fetchall()}
-                if migration.version in applied:
-                    check_applied(namespace, migration, applied[migration.version])
-                    continue
+            async with self._connection() as connection:
                 try:
-                    await connection.execute(migration.for_dialect("postgres"), prepare=False)
-                except psycopg.IntegrityError as exc:
-                    raise StoreIntegrityError(str(exc)) from exc
-                await connection.execute(
-                    f"INSERT INTO {MIGRATIONS_TABLE} (namespace, version, name) VALUES (%s, %s, %s)",
-                    (namespace, migration.version, migration.name),
-                    prepare=False,
-                )
-            log.info("migration applied", store="postgres", namespace=namespace, version=migration.version)
+                    applied = await apply_migration(connection, namespace, migration)
+                except psycopg.errors.InsufficientPrivilege as exc:
+                    raise await self._privilege_error(connection, namespace, migration, exc) from None
         newest = max(applied, default=0)
         if ordered and newest > ordered[-1].version:
             log.warning("database schema is newer than the code", namespace=namespace, applied=newest)
+
+    async def _privilege_error(
+        self, connection: AsyncConnection[Row], namespace: str, migration: Migration, exc: psycopg.Error
+    ) -> ConfigError:
+        """The :class:`ConfigError` of a migration the role may not apply: which store, role, schema and grant."""
+        schema = self._schema
+        if schema is None:
+            with contextlib.suppress(psycopg.Error):  # the transaction is over: the connection answers again
+                async with bounded(connection, self._connect_timeout, self._provider):
+                    row = await (await connection.execute("SELECT current_schema() AS s", prepare=False)).fetchone()
+                schema = row["s"] if row else None
+        where = repr(schema) if schema else "the schema of its search_path"
+        role = connection.info.user
+        grant = sql.SQL("GRANT CREATE ON SCHEMA {} TO {}").format(
+            sql.Identifier(schema or "<schema>"), sql.Identifier(role)
+        )
+        return ConfigError(
+            f"{self._provider}: role {role!r} lacks a privilege that migration {migration.version} "
+            f"({migration.name!r}) of {namespace!r} needs in schema {where} (PostgreSQL: {exc}). The gateway creates "
+            f"its tables there: {grant.as_string()}; or set `schema` to one the role owns"
+        )
 
     async def close(self) -> None:
         if self._closed:

@@ -221,7 +221,33 @@ class PostgresServer:
         finally:
             self.drop_database(name)
 
+    def _pids(self) -> list[int]:
+        """The postmaster's children (backends, background workers), then the postmaster."""
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, ValueError, IndexError):  # a process that ended meanwhile
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == self._process.pid:
+                    children.append(int(stat.parent.name))
+        return [*children, self._process.pid]
+
+    def freeze(self) -> None:
+        """Stop every server process (SIGSTOP): clients connect and send, but nothing ever answers, as with a
+        server frozen or cut off by the network. :meth:`thaw` undoes it."""
+        if self._process.poll() is None:
+            self._process.send_signal(signal.SIGSTOP)  # first, so that it forks no backend while we go
+            for pid in self._pids():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Let a frozen server run again (SIGCONT); harmless on one that is not frozen."""
+        if self._process.poll() is None:
+            for pid in self._pids():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+
     def _terminate(self) -> None:
+        self.thaw()  # a stopped process would not act on the shutdown signal
         if self._process.poll() is None:
             self._process.send_signal(signal.SIGINT)  # "fast" shutdown: roll back and disconnect clients
             try:
