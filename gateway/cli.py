@@ -315,16 +315,21 @@ def config_check(env: CliEnvironment, start: bool) -> None:
     cfg = loaded.config
     if start:
 
-        async def main() -> int:
+        async def main() -> tuple[int, list[str], list[str]]:
             async with env.running_runtime() as runtime:
                 if cfg.transport.kind == "http":  # what only the HTTP front checks (public bind, origins)
                     from gateway.http import build_http_app
 
                     build_http_app(runtime)
-                return len(runtime.catalogue.tools)
+                statuses = [status for _, status in runtime.upstream_statuses()]  # failed, perhaps retrying now:
+                down = [f"{s.name} ({s.last_error})" for s in statuses if s.state != "up" and s.last_error]
+                return len(runtime.catalogue.tools), inventory.pack_lines(runtime), down
 
-        count = _run(main)
+        count, packs, down = _run(main)
+        if down:  # the deployment starts, but a server it fronts does not
+            raise click.ClickException(f"{loaded.source}: remote server(s) down: {'; '.join(down)}")
         click.echo(f"{loaded.source}: ok (started: {count} tools)")
+        click.echo("\n".join(packs))
     else:
         click.echo(f"{loaded.source}: ok (not started: --start also starts it once)")
     click.echo(f"  packs: {', '.join(cfg.packs.enabled) or '-'}   transport: {cfg.transport.kind}")

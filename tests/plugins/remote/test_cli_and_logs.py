@@ -54,6 +54,17 @@ def test_tools_and_plugins_show_each_remote_and_its_state(tmp_path: Path):
     assert "remote/ghost  stdio  down" in plugins.stdout and "missing-binary" in plugins.stdout
 
 
+def test_config_check_start_fails_naming_a_remote_server_that_is_down(tmp_path: Path):
+    config = _config(tmp_path)
+    checked = _gateway(config, "config", "check", "--start")
+    assert checked.returncode == 1, checked.stdout
+    assert "remote server(s) down: ghost (" in checked.stderr and "missing-binary" in checked.stderr
+    fine = write_toml(tmp_path / "fine.toml", remote_config(tmp_path, [py_stdio_server(tmp_path / "state")]))
+    passed = _gateway(fine, "config", "check", "--start")
+    assert passed.returncode == 0, passed.stderr
+    assert "ok (started: 13 tools)" in passed.stdout and "remote/py  stdio  idle  13 tools" in passed.stdout
+
+
 def test_remote_text_is_redacted_in_the_logs(tmp_path: Path):
     config = remote_config(
         tmp_path,
