@@ -196,16 +196,20 @@ class SecurityMiddleware:
             await self._reject(rejected, scope, receive, send)  # the SDK: a pydantic dump without the id, or silence
             return
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() not in self.secret_headers]
+        reserved = [opening] if opening is not None else []  # released once bound, or at the end if never bound
         if path == self.mcp_path and self.auth.enabled:
-            send = self._track_session(scope, headers.get("mcp-session-id"), principal, send)
+            send = self._track_session(scope, headers.get("mcp-session-id"), principal, send, reserved)
         try:
             await self.app(scope, receive, send)
         finally:
-            if opening is not None:  # the session is bound by now, or was not opened
-                self.sessions.release(opening)
+            for owner in reserved:  # the session was not opened
+                self.sessions.release(owner)
 
-    def _track_session(self, scope: Scope, session_id: str | None, principal: Principal, send: Send) -> Send:
-        """Bind a session the SDK opens in this response to ``principal``; forget one it ends."""
+    def _track_session(
+        self, scope: Scope, session_id: str | None, principal: Principal, send: Send, reserved: list[str]
+    ) -> Send:
+        """Bind a session the SDK opens in this response to ``principal`` (ending its reservation); forget one it
+        ends."""
         method = scope.get("method")
 
         async def tracking_send(message: Message) -> None:
@@ -213,7 +217,8 @@ class SecurityMiddleware:
                 status = message.get("status", 500)
                 opened = Headers(raw=message.get("headers", [])).get("mcp-session-id")
                 if opened and session_id is None and status < 300:
-                    self.sessions.bind(opened, principal.key)
+                    self.sessions.bind(opened, principal.key, reserved=bool(reserved))
+                    reserved.clear()
                 if session_id is not None and method == "DELETE" and status < 300:
                     self.sessions.forget(session_id)
             await send(message)

@@ -23,7 +23,11 @@ class SessionOwners:
         self._recent: dict[str, set[str]] = {}
         self._opening: dict[str, int] = {}
 
-    def bind(self, session_id: str, owner: str) -> None:
+    def bind(self, session_id: str, owner: str, *, reserved: bool = False) -> None:
+        """``owner`` opened ``session_id``; ``reserved``: it is the session :meth:`reserve` counted, whose
+        reservation ends now (the bound session counts instead: not both while its answer is being sent)."""
+        if reserved:
+            self.release(owner)
         self.forget(session_id)
         self._owners[session_id] = owner
         self._touch(session_id, owner)
