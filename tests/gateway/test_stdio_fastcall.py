@@ -296,7 +296,7 @@ def test_a_cancelled_remote_call_is_cancelled_upstream(tmp_path: Path) -> None:
         peer.send(_request(1, "tools/list"))
         assert "py_slow" in {t["name"] for t in _receive(peer, 1)["result"]["tools"]}
         peer.send(_call(2, "py_slow", {"seconds": 30, "steps": 2}))
-        time.sleep(1.0)  # the call reaches the upstream
+        assert wait_until(lambda: any(state.glob("started-*"))), "the call did not reach the upstream"
         peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
         assert wait_until(lambda: any(state.glob("cancelled-*"))), "the upstream was not told to stop"
         peer.send(_call(3, "py_echo", {"text": "after"}))

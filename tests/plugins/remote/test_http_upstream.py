@@ -78,8 +78,10 @@ async def test_python_server_over_http(tmp_path: Path, py_http: HttpUpstream, pr
             seen.append((progress, message))
 
         slow = await client.call_tool("py_slow", {"seconds": 0.3, "steps": 3}, progress_callback=on_progress)
-        with anyio.move_on_after(0.5):
-            await client.call_tool("py_slow", {"seconds": 30, "steps": 3})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "py_slow", {"seconds": 30, "steps": 3})
+            assert await eventually(lambda: len(list(py_http.state.glob("started-*"))) == 2)  # after the first
+            tg.cancel_scope.cancel()
         cancelled_upstream = await eventually(lambda: len(_cancellations(py_http)) == 1)
         after = await client.call_tool("py_echo", {"text": "after"})
 

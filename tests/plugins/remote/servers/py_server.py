@@ -3,9 +3,10 @@
     python py_server.py http PORT STATE_DIR     Streamable HTTP on 127.0.0.1:PORT (both protocol eras)
     python py_server.py stdio STATE_DIR         stdio
 
-STATE_DIR receives what the tests check from outside: ``cancelled-<n>`` for a ``slow`` call cancelled by its
-client, ``headers-<n>.json`` and ``request-<n>.json`` with the HTTP headers and the request id a ``whoami`` call
-arrived with. Test code only (it imports ``mcp``; the gateway's own modules never do, but this one).
+STATE_DIR receives what the tests check from outside: ``started-<n>`` for a ``slow`` call begun, ``cancelled-<n>``
+for one cancelled by its client, ``headers-<n>.json`` and ``request-<n>.json`` with the HTTP headers and the
+request id a ``whoami`` call arrived with. Test code only (it imports ``mcp``; the gateway's own modules never do,
+but this one).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def add(a: int, b: int) -> Sum:
 
 @server.tool(description="Work for a while, reporting progress; a cancelled call leaves a mark in the state dir.")
 async def slow(seconds: float, steps: int, ctx: Context) -> str:
+    (STATE / f"started-{_next()}").write_text("started")
     try:
         for step in range(1, steps + 1):
             await anyio.sleep(seconds / steps)
