@@ -95,8 +95,9 @@ def parse_python(source: str, filename: str = "<unknown>") -> ast.Module:
     CPython 3.11 counts the depth of the syntax tree it is building in state shared by every thread
     (python/cpython#106905): when a garbage collection inside one thread's ``ast.parse`` runs a finalizer and the
     interpreter switches to another thread that parses too, one of the two fails with ``SystemError: AST
-    constructor recursion depth mismatch``. Worker processes have their own state and need no lock; a library that
-    parses on its own is run inside :func:`parsing_python`.
+    constructor recursion depth mismatch``. This lock orders the parses that go through it (and through
+    :func:`parsing_python`, for a library that parses on its own); a parse elsewhere (Python 3.11's ``traceback``
+    parses a source line to underline an error) is not ordered by it. Worker processes have their own state.
     """
     with _PARSE_LOCK:
         return ast.parse(source, filename=filename)

@@ -11,6 +11,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyflakes import checker as pyflakes_checker
 from pyflakes import messages as pyflakes_messages
@@ -61,11 +62,19 @@ class PythonReport:
     note: str | None = None
 
 
+class _Checker(pyflakes_checker.Checker):  # type: ignore[misc]
+    """pyflakes, whose own ``ast.parse`` of each string annotation (``x: "Foo"``) holds the process's parse lock
+    (:func:`gateway.api.parsing_python`), and nothing else of its run does."""
+
+    def handleStringAnnotation(self, *args: Any, **kwargs: Any) -> None:
+        with parsing_python():
+            super().handleStringAnnotation(*args, **kwargs)
+
+
 def undefined_names(source: str) -> set[str] | None:
     """The undefined names pyflakes reports in ``source``, or ``None`` when it does not parse."""
     try:
-        with parsing_python():  # pyflakes parses string annotations with ast.parse
-            found = pyflakes_checker.Checker(parse_python(source), filename="<fix>").messages
+        found = _Checker(parse_python(source), filename="<fix>").messages
     except (SyntaxError, ValueError, RecursionError):
         return None
     return {str(m.message_args[0]) for m in found if isinstance(m, _UNDEFINED)}
@@ -148,9 +157,7 @@ class _Index:
 def _pyflakes(
     file: ReviewFile, tree: ast.Module, lines: list[str], index: _Index, report: PythonReport, *, snippet: bool
 ) -> None:
-    with parsing_python():  # pyflakes parses string annotations with ast.parse
-        found = pyflakes_checker.Checker(tree, filename=file.path).messages
-    messages = sorted(found, key=lambda m: (m.lineno, m.col))
+    messages = sorted(_Checker(tree, filename=file.path).messages, key=lambda m: (m.lineno, m.col))
     report.undefined = {str(m.message_args[0]) for m in messages if isinstance(m, _UNDEFINED)}
     unused_by_line: dict[int, set[str]] = {}
     for message in messages:
