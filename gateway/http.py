@@ -2,8 +2,9 @@
 metadata, behind the security checks and a body limit.
 
 Request order: CORS (when ``transport.allowed_origins`` is set) → JSON-RPC error bodies on the MCP endpoint
-(:mod:`gateway.http_jsonrpc`) → body-size limit → Host/Origin, header-only credentials, authentication and MCP tool
-scopes (:mod:`gateway.http_security`) → route.
+(:mod:`gateway.http_jsonrpc`) → what is in flight when the server stops (:mod:`gateway.http_inflight`) → body-size
+limit → Host/Origin, header-only credentials, authentication and MCP tool scopes (:mod:`gateway.http_security`) →
+route.
 """
 
 from __future__ import annotations
@@ -188,8 +189,10 @@ def _check_origins(source: str, origins: list[str]) -> None:
             )
 
 
-def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
-    """The full HTTP application for a started runtime, to be bound on ``host`` (default: the configured one)."""
+def build_http_app(runtime: GatewayRuntime, host: str | None = None, inflight: InFlight | None = None) -> ASGIApp:
+    """The full HTTP application for a started runtime, to be bound on ``host`` (default: the configured one);
+    ``inflight``, the server's record of what is in flight at its stop, is placed inside the JSON-RPC error bodies
+    (its 503 for a cut request is then a JSON-RPC error with the request's id)."""
     t = runtime.loaded.config.transport
     host = host or t.host
     _check_origins(runtime.loaded.source, t.allowed_origins)
@@ -222,6 +225,9 @@ def build_http_app(runtime: GatewayRuntime, host: str | None = None) -> ASGIApp:
     public = rest.is_public if rest is not None else None
     app = BodyLimitMiddleware(app, t.max_body_bytes)  # read after the credentials: a stranger's body is never read
     app = SecurityMiddleware(app, runtime, auth, hosts=hosts, origins=origins, public=public)
+    if inflight is not None:
+        inflight.app = app
+        app = inflight
     app = JsonRpcErrorBodies(app, t.path, t.max_body_bytes)
     if t.allowed_origins:
         cors = CORSMiddleware(
@@ -255,9 +261,9 @@ async def serve_http(
     signal once stopped, ending the process before the runtime is stopped)."""
     t = runtime.loaded.config.transport
     host = host or t.host
-    inflight = InFlight(build_http_app(runtime, host), t.path, t.max_body_bytes)
+    inflight = InFlight(t.path)
     config = uvicorn.Config(
-        inflight,
+        build_http_app(runtime, host, inflight),
         host=host,
         port=t.port if port is None else port,
         log_config=None,

@@ -69,6 +69,15 @@ class BodyRecorder:
         return None if self._overflow else request_id(bytes(self._seen))
 
 
+_RECORDED = "gateway.request_body"
+
+
+def recorded_request_id(scope: Scope) -> Any:
+    """The JSON-RPC id of the request :class:`JsonRpcErrorBodies` (outside the caller) recorded, else ``None``."""
+    body = scope.get("state", {}).get(_RECORDED)
+    return body.request_id() if isinstance(body, BodyRecorder) else None
+
+
 def as_jsonrpc_error(status: int, body: bytes, rpc_id: Any) -> dict[str, Any] | None:
     """``body`` of an error response at ``status`` as a JSON-RPC error, or ``None`` when it already is one.
 
@@ -128,6 +137,7 @@ class JsonRpcErrorBodies:
             await self.app(scope, receive, send)
             return
         body = BodyRecorder(receive, self.max_body_bytes)
+        scope.setdefault("state", {})[_RECORDED] = body  # for the middleware inside that answers a cut request
         held: Message | None = None
         chunks: list[bytes] = []
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from structlog.testing import capture_logs
 
 from gateway.testing import http_gateway
 from tests.gateway.feature_pack import FeaturePlugin, feature_config
@@ -27,6 +28,7 @@ INITIALIZE = {
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
 ACCEPT = {"Accept": "application/json, text/event-stream"}
+VERSION = "2026-07-28"
 
 
 def _serve(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
@@ -153,3 +155,35 @@ def test_a_rest_call_cut_at_the_stop_gets_the_envelope(tmp_path: Path) -> None:
     assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
     error = answer.json()["error"]
     assert error["code"] == "SERVICE_UNAVAILABLE" and error["message"].startswith(STOPPING)
+
+
+def test_a_2026_client_listen_stream_ends_at_the_stop_without_waiting_for_the_grace(tmp_path: Path) -> None:
+    """A 2026-07-28 client's ``subscriptions/listen`` stream is a POST held open: an event stream, not a call."""
+    envelope = {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {}}
+    params = {"notifications": {"toolsListChanged": True}, "_meta": envelope}
+    body = {"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": params}
+    headers = {**ACCEPT, "MCP-Protocol-Version": VERSION, "Mcp-Method": "subscriptions/listen"}
+    config = feature_config(tmp_path, transport={"shutdown_grace_seconds": 20})
+    opened, events = threading.Event(), []
+
+    def listen(base: str) -> None:
+        with (
+            httpx.Client(base_url=base, timeout=60) as client,
+            client.stream("POST", "/mcp", json=body, headers=headers) as r,
+        ):
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line[len("data: ") :]))
+                    opened.set()
+
+    with capture_logs() as logs:
+        with http_gateway(config, extra_plugins=[("feat", FeaturePlugin())]) as (base, _):
+            listener = threading.Thread(target=listen, args=(base,), daemon=True)
+            listener.start()
+            assert opened.wait(PATIENCE), events
+            stopping = time.monotonic()
+        took = time.monotonic() - stopping
+    listener.join(PATIENCE)
+    assert took < 10, f"the stop took {took:.1f} s"  # not the 20 s grace
+    assert not any("error" in event for event in events), events
+    assert not [e for e in logs if e["event"] == "request cut at shutdown"]
