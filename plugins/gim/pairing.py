@@ -29,24 +29,39 @@ log = structlog.get_logger(__name__)
 __all__ = ["MARKER_PREFIX", "check_pairing"]
 
 MARKER_PREFIX = "gim_pairing_"
-_STATE = "vector_store_pairing"
+_PAIRED = "vector_store_pairing"
+_PENDING = "vector_store_pairing_pending"  # a pairing begun: its marker may not be written yet
+
+_UPSERT = (
+    "INSERT INTO gim_state (name, value) VALUES (:name, :value) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+)
 
 
 async def check_pairing(core: GimCore, *, adopt: bool) -> None:
-    """Refuse (``ConfigError``) a vector store that is not the database's pair, unless ``adopt``; pair a fresh one."""
-    row = await core.store.fetch_one("SELECT value FROM gim_state WHERE name = :name", {"name": _STATE})
-    token = None if row is None else f"{int(row['value']):016x}"
+    """Refuse (``ConfigError``) a vector store that is not the database's pair, unless ``adopt``; pair a fresh one,
+    and finish a first pairing a stopped start left half done."""
+    paired, pending = await _state(core, _PAIRED), await _state(core, _PENDING)
     markers = {
         name.removeprefix(MARKER_PREFIX)
         for name in await core.vectors.store.list_collections()
         if name.startswith(MARKER_PREFIX)
     }
-    if token is not None and token in markers:
+    if paired is not None and paired in markers:
+        if adopt:
+            log.warning(
+                "gim.adopt_vector_store_not_needed",
+                why="this vector store is the database's pair already: remove [plugins.gim] adopt_vector_store",
+            )
         return
-    if adopt or (token is None and not markers):
-        await _pair(core, token, markers, adopted=adopt)
+    if paired is None and pending is not None and markers <= {pending}:  # a first pairing, interrupted
+        await _pair(core, pending, markers)
         return
-    if token is None:
+    if adopt or (paired is None and not markers):
+        await _pair(core, None, markers)
+        if adopt:
+            log.warning("gim.vector_store_adopted", previous_pairing=paired)
+        return
+    if paired is None:
         problem = "this vector store already holds the issue memory of another database"
     else:
         problem = (
@@ -61,19 +76,22 @@ async def check_pairing(core: GimCore, *, adopt: bool) -> None:
     )
 
 
-async def _pair(core: GimCore, token: str | None, markers: set[str], *, adopted: bool) -> None:
-    value = secrets.randbits(62)
-    fresh = f"{value:016x}"
-    await core.vectors.store.ensure_collection(MARKER_PREFIX + fresh, dimension=1)
-    for old in markers:  # an adopted store's marker of another pairing
+async def _state(core: GimCore, name: str) -> str | None:
+    row = await core.store.fetch_one("SELECT value FROM gim_state WHERE name = :name", {"name": name})
+    return None if row is None else f"{int(row['value']):016x}"
+
+
+async def _pair(core: GimCore, token: str | None, markers: set[str]) -> None:
+    """Pair with ``token`` (a pending one), or a new token: recorded as pending, marked in the vector store, then
+    confirmed, so a start stopped in between leaves a pairing the next start can finish."""
+    if token is None:
+        token = f"{secrets.randbits(62):016x}"
+        async with core.store.transaction() as tx:
+            await tx.execute(_UPSERT, {"name": _PENDING, "value": int(token, 16)})
+    await core.vectors.store.ensure_collection(MARKER_PREFIX + token, dimension=1)
+    for old in markers - {token}:  # an adopted store's marker of another pairing
         await core.vectors.store.delete_collection(MARKER_PREFIX + old)
     await core.vectors.store.flush()
-    sql = (
-        "INSERT INTO gim_state (name, value) VALUES (:name, :value)"
-        if token is None
-        else "UPDATE gim_state SET value = :value WHERE name = :name"
-    )
     async with core.store.transaction() as tx:
-        await tx.execute(sql, {"name": _STATE, "value": value})
-    if adopted:
-        log.warning("gim.vector_store_adopted", previous_pairing=token, pairing=fresh)
+        await tx.execute(_UPSERT, {"name": _PAIRED, "value": int(token, 16)})
+        await tx.execute("DELETE FROM gim_state WHERE name = :name", {"name": _PENDING})

@@ -4,10 +4,13 @@ saying what to do, instead of splitting the issue memory in two; ``adopt_vector_
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from gateway.api import ConfigError
 from gateway.testing import running_gateway
@@ -52,3 +55,33 @@ async def test_a_vector_store_of_another_database_is_refused(tmp_path: Path) -> 
     with pytest.raises(ConfigError, match="another database"):
         async with running_gateway(_sharing(tmp_path / "two.sqlite3"), data_dir):
             pass
+
+
+def _state(database: Path) -> dict[str, int]:
+    with closing(sqlite3.connect(database)) as db:
+        return dict(db.execute("SELECT name, value FROM gim_state WHERE name LIKE 'vector_store_pairing%'").fetchall())
+
+
+async def test_a_first_pairing_stopped_half_way_is_finished_by_the_next_start(tmp_path: Path) -> None:
+    database, data_dir = tmp_path / "shared.sqlite3", tmp_path / "data"
+    async with running_gateway(_sharing(database), data_dir):
+        pass
+    (token,) = _state(database).values()
+    with closing(sqlite3.connect(database)) as db, db:  # as a start stopped after its marker, before confirming
+        db.execute("DELETE FROM gim_state WHERE name = 'vector_store_pairing'")
+        db.execute("INSERT INTO gim_state (name, value) VALUES ('vector_store_pairing_pending', ?)", (token,))
+    async with running_gateway(_sharing(database), data_dir):
+        pass
+    assert _state(database) == {"vector_store_pairing": token}
+
+
+async def test_adopting_the_store_that_is_already_the_pair_changes_nothing_and_says_so(tmp_path: Path) -> None:
+    database, data_dir = tmp_path / "shared.sqlite3", tmp_path / "data"
+    async with running_gateway(_sharing(database), data_dir):
+        pass
+    before = _state(database)
+    with capture_logs() as logs:
+        async with running_gateway(_sharing(database, adopt_vector_store=True), data_dir):
+            pass
+    assert _state(database) == before
+    assert [e["event"] for e in logs if e["event"].startswith("gim.adopt")] == ["gim.adopt_vector_store_not_needed"]
