@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from gateway.mcp_adapter.sdk import Client, mt, request_methods
 
-__all__ = ["LISTINGS", "read_page", "sound_page"]
+__all__ = ["LISTINGS", "read_page", "sdk_internals_present", "sound_page"]
 
 log = structlog.get_logger(__name__)
 
@@ -50,7 +50,8 @@ async def read_page(client: Client, method: str, cursor: str | None) -> BaseMode
     try:
         return await typed[method](cursor=cursor)
     except ValidationError:  # some entry, or the page itself, is not what the protocol says: see which
-        pass
+        if not sdk_internals_present(client.session):  # an SDK without what is used below: the page fails whole
+            raise
     result, left_out = sound_page(method, client.protocol_version, await _untyped(client, method, cursor))
     what = _LISTS[method][4]
     for entry, reason in left_out:
@@ -59,6 +60,20 @@ async def read_page(client: Client, method: str, cursor: str | None) -> BaseMode
         complete = cursor is None and getattr(result, "next_cursor", None) is None
         result = client.session._absorb_tool_listing(result, complete=complete)
     return result
+
+
+def sdk_internals_present(session: Any) -> bool:
+    """Whether ``session`` (the SDK's client session) has the private members :func:`read_page` uses for a page the
+    SDK refused (the SDK has no public untyped request). A release without them: a refused page fails as a whole,
+    as it did before entries were checked one by one."""
+    return all(
+        callable(getattr(owner, member, None))
+        for owner, member in (
+            (session, "_stamp"),
+            (session, "_absorb_tool_listing"),
+            (getattr(session, "_dispatcher", None), "send_raw_request"),
+        )
+    )
 
 
 async def _untyped(client: Client, method: str, cursor: str | None) -> dict[str, Any]:

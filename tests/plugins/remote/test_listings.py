@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from structlog.contextvars import merge_contextvars
 from structlog.testing import capture_logs
 
-from gateway.mcp_adapter.listings import sound_page
+from gateway.mcp_adapter.listings import sdk_internals_present, sound_page
 from gateway.testing import running_gateway
 from tests.plugins.remote.support import eventually, http_upstream, py_http_server, py_stdio_server, remote_config
 
@@ -96,3 +96,9 @@ def test_a_page_refused_as_a_whole_still_fails() -> None:
         sound_page("tools/list", "2025-11-25", {"tools": "none"})
     with pytest.raises(ValidationError):  # the 2026-07-28 era's page fields are required
         sound_page("tools/list", "2026-07-28", {"tools": [{"name": "ok", "inputSchema": {"type": "object"}}]})
+
+
+def test_an_sdk_without_the_members_used_leaves_pages_whole() -> None:
+    """The untyped re-read uses private members of the SDK's session; without them, a page the SDK refuses fails as
+    a whole (as before), not with an AttributeError taken for a bug. The tests above show they are present now."""
+    assert not sdk_internals_present(object())
