@@ -145,7 +145,8 @@ async def rank(
             lexical = ranker.lexical(args.query)
             dense, embedder = await pending
         finally:  # cancelled (the client went) or the lexical stage failed: the query is not embedded for nobody
-            pending.cancel()
+            if not pending.cancel() and not pending.cancelled():
+                pending.exception()  # retrieved: an error of a task that ended first is not logged as lost
     # From here to the ranking nothing awaits: an index job writing meanwhile cannot change the rows under it
     # (the mask is made now; a lexical score made before new rows arrived is made again by rank).
     mask = allowed()

@@ -26,7 +26,8 @@ _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": 
 # match of the run always does; the guards below never drop a match). tests/plugins/gim/test_signatures_linear.py
 # checks every pattern against the form it replaced, on random text.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_PLACEHOLDER = re.compile(r"<(?P<label>[A-Z][A-Z0-9_]*?)(?:_\d+)?>")
+_PLACEHOLDER = re.compile(r"<[A-Z][A-Z0-9_]*?(?:_\d+)?>")
+_NUMBERED_PLACEHOLDER = re.compile(r"<(?P<label>[A-Z][A-Z0-9_]*?)_\d+>")  # the sanitizer's: <INTERNAL_HOST_1>
 _SCHEME_CHAR = r"[a-z0-9+.-]"
 _URL = re.compile(
     # A URL starts at a word boundary inside a run of scheme characters that ends in "://". The run's start is
@@ -150,7 +151,7 @@ def normalise_text(text: str) -> str:
 def readable_placeholders(text: str) -> str:
     """``text`` with each sanitiser placeholder as the kind of value it stands for (``<INTERNAL_HOST_1>`` becomes
     ``<internal host>``): for a title, which reads wrong with the value simply gone ("fails on  from")."""
-    return _PLACEHOLDER.sub(lambda m: f"<{m['label'].lower().replace('_', ' ')}>", text)
+    return _NUMBERED_PLACEHOLDER.sub(lambda m: f"<{m['label'].lower().replace('_', ' ')}>", text)
 
 
 def _strip_log_prefix(line: str) -> str:
