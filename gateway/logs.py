@@ -23,6 +23,8 @@ from typing import Any
 import orjson
 import structlog
 
+from gateway.log_floods import FloodGate
+
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 EventDict = MutableMapping[str, Any]
@@ -199,6 +201,7 @@ def configure_logging(level: str = "info", *, redactor: Processor | None = None,
     )
     # Third-party libraries log through the standard library: same stream, JSON too, same redaction.
     handler = logging.StreamHandler(stream)
+    handler.addFilter(FloodGate())  # one message many times a second (an upstream's garbage, say) is cut
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[

@@ -90,7 +90,7 @@ class Upstream:
         self._task = asyncio.get_running_loop().create_task(self._supervise(), name=f"remote {self.name}")
         if self.config.start == "eager" or not self.catalogue.known:
             self.want()
-            with anyio.move_on_after(self.config.connect_timeout_seconds * 2):
+            with anyio.move_on_after(self.config.connect_timeout_seconds):  # then it goes on in the background
                 while self.state not in ("up", "down"):
                     await self._state_changed()
 

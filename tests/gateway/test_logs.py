@@ -6,6 +6,7 @@ import io
 import json
 import logging
 import threading
+import time
 import warnings
 from typing import Any
 
@@ -146,7 +147,7 @@ def test_lines_of_threads_logging_at_once_stay_whole_and_warnings_and_thread_dea
             if n == 0:
                 structlog.get_logger("a").warning("structlog line", i=i)
             elif n == 1:
-                logging.getLogger("library").warning("stdlib line %d", i)
+                logging.getLogger("library").warning(f"stdlib line {i}")  # distinct lines: no flood to cut
             else:
                 call_log()(tool="t", i=i)
 
@@ -173,6 +174,27 @@ def test_lines_of_threads_logging_at_once_stay_whole_and_warnings_and_thread_dea
     assert "a library warns" in warned["event"] and warned["logger"] == "py.warnings"
     assert died["event"] == "a thread ended with an exception" and died["thread"] == "doomed"
     assert "RuntimeError: a worker died" in died["exception"]
+
+
+def test_a_library_repeating_one_message_is_cut_to_ten_lines_a_second_one_traceback_each() -> None:
+    """The MCP SDK logs an error with a traceback for every line a remote server prints on stdout that is not
+    JSON-RPC: a server printing garbage wrote megabytes a second."""
+    stream = io.StringIO()
+    configure_logging("info", stream=stream)
+    flooding = logging.getLogger("mcp.client.stdio")
+    for _ in range(3):
+        for _ in range(500):
+            try:
+                raise ValueError("Invalid JSON: expected value at line 1 column 1")
+            except ValueError:
+                flooding.exception("Failed to parse JSONRPC message from server")
+        time.sleep(1.05)
+    flooding.error("Failed to parse JSONRPC message from server")
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert 31 <= len(lines) <= 40, len(lines)  # ten a second, whatever the rate
+    with_traceback = [line for line in lines if "exception" in line]
+    assert 3 <= len(with_traceback) <= 6  # the first of each second's
+    assert "more lines like this were dropped in a second)" in lines[-1]["event"]
 
 
 def test_a_fatal_signal_leaves_its_traceback_on_the_log_stream(tmp_path) -> None:

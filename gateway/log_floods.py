@@ -1,0 +1,56 @@
+"""Third-party libraries' lines, cut when one message floods the log.
+
+A library may log the same message many times a second: the MCP SDK logs an error with its traceback for every
+line a remote server prints on stdout that is not JSON-RPC, and a server printing garbage wrote megabytes a
+second. :class:`FloodGate` lets through at most ``per_second`` lines of one message (one logger, one format
+string) in a second, only the first of them with its traceback; the first line of the next second says how many
+were dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+__all__ = ["FloodGate"]
+
+
+@dataclass
+class _Window:
+    start: float
+    lines: int = 0
+    dropped: int = 0
+
+
+class FloodGate(logging.Filter):
+    """A handler's filter: see the module doc."""
+
+    def __init__(self, per_second: int = 10, *, remembered: int = 1000) -> None:
+        super().__init__()
+        self._per_second = per_second
+        self._remembered = remembered
+        self._windows: dict[tuple[str, object], _Window] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.msg)
+        now = time.monotonic()
+        with self._lock:
+            window = self._windows.get(key)
+            if window is None or now - window.start >= 1.0:
+                if len(self._windows) >= self._remembered:
+                    self._windows.clear()
+                dropped = window.dropped if window is not None else 0
+                window = self._windows[key] = _Window(now)
+                if dropped:
+                    record.msg = f"{record.msg} ({dropped} more lines like this were dropped in a second)"
+            window.lines += 1
+            if window.lines > self._per_second:
+                window.dropped += 1
+                return False
+        if window.lines > 1:
+            record.exc_info = record.exc_text = None
+            record.stack_info = None
+        return True
