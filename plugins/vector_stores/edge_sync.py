@@ -145,8 +145,8 @@ class SyncEdgeStore:
             # Out of the listing in one step, then removed (an interrupted removal is finished at the next start).
             trash = self._root / f"{_TRASH_PREFIX}{uuid.uuid4().hex}"
             directory.rename(trash)
-            shutil.rmtree(trash, ignore_errors=True)
-            log.info("vector collection deleted", collection=name)
+        shutil.rmtree(trash, ignore_errors=True)  # outside the lock: a query on the loop may be waiting for it
+        log.info("vector collection deleted", collection=name)
 
     # -- points ------------------------------------------------------------------------------------------------
 
