@@ -6,9 +6,7 @@ to_pyformat`). Every pooled connection runs in autocommit mode with ``TimeZone``
 ``statement_timeout`` and, when ``schema`` is set, ``search_path`` = that schema (created if missing).
 Transactions are explicit; migrations serialise on an advisory lock, so replicas starting together apply each
 migration once. Every exchange with the server also has a client-side deadline, and TCP keepalives detect a
-vanished peer (:mod:`gateway_plugins.stores.postgres_health`).
-
-Types: see :mod:`gateway_plugins.stores`.
+vanished peer (:mod:`gateway_plugins.stores.postgres_health`). Types: see :mod:`gateway_plugins.stores`.
 """
 
 from __future__ import annotations
@@ -34,7 +32,13 @@ from gateway.api import ConfigError, Migration, ProviderContext, ProviderUnavail
 from gateway.api.stores import Params, Row
 from gateway_plugins.stores.guard import TransactionGuard
 from gateway_plugins.stores.postgres_health import ServerHealth, bounded, recording_connection_class
-from gateway_plugins.stores.postgres_sql import Transaction, apply_migration, keepalives, run
+from gateway_plugins.stores.postgres_sql import (
+    Transaction,
+    apply_migration,
+    keepalives,
+    refuse_tables_out_of_reach,
+    run,
+)
 from gateway_plugins.stores.sql import ordered_migrations
 
 log = structlog.get_logger(__name__)
@@ -316,6 +320,9 @@ class PostgresStore:
         """
         ordered = ordered_migrations(namespace, migrations)
         self._guard.refuse_nesting()
+        async with self._connection() as connection:
+            async with bounded(connection, self._connect_timeout, self._provider):
+                await refuse_tables_out_of_reach(connection, namespace, provider=self._provider, schema=self._schema)
         applied: dict[int, str] = {}
         for migration in ordered:
             async with self._connection() as connection:

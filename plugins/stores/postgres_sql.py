@@ -9,10 +9,10 @@ from typing import Any, Literal
 
 import psycopg
 import structlog
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, sql
 from psycopg.types.json import Jsonb
 
-from gateway.api import Migration, StoreIntegrityError
+from gateway.api import ConfigError, Migration, StoreIntegrityError
 from gateway.api.stores import Params, Row
 from gateway_plugins.stores.postgres_health import bounded
 from gateway_plugins.stores.sql import MIGRATIONS_TABLE, check_applied, require_aware, to_pyformat
@@ -145,3 +145,32 @@ async def apply_migration(connection: AsyncConnection[Row], namespace: str, migr
         )
     log.info("migration applied", store="postgres", namespace=namespace, version=migration.version)
     return applied
+
+
+async def refuse_tables_out_of_reach(
+    connection: AsyncConnection[Row], namespace: str, *, provider: str, schema: str | None
+) -> None:
+    """A :class:`ConfigError` when ``namespace`` was migrated in another schema of the database than the one the
+    connection reaches (``schema`` dropped from the config, say): the store would start a second, empty memory
+    beside the real one."""
+    query = (
+        "SELECT to_regclass(%(t)s) IS NOT NULL AS here, (SELECT array_agg(DISTINCT table_schema::text) FROM "
+        "information_schema.tables WHERE table_name = %(t)s) AS schemas"
+    )
+    row = await (await connection.execute(query, {"t": MIGRATIONS_TABLE}, prepare=False)).fetchone()
+    if row is None or row["here"] or not row["schemas"]:
+        return
+    elsewhere = []
+    for other in sorted(row["schemas"]):
+        applied = sql.SQL("SELECT 1 FROM {}.{} WHERE namespace = %s LIMIT 1").format(
+            sql.Identifier(other), sql.Identifier(MIGRATIONS_TABLE)
+        )
+        if await (await connection.execute(applied, (namespace,), prepare=False)).fetchone():
+            elsewhere.append(repr(other))
+    if elsewhere:
+        raise ConfigError(
+            f"{provider}: this database holds the {namespace!r} tables in schema {', '.join(elsewhere)}, which the "
+            f"store does not reach (its `schema` is {schema!r}): set `schema` to it, or (behind a transaction "
+            "pooler, where a session's search_path does not last) give the role that search path: ALTER ROLE ... "
+            "SET search_path = <schema>"
+        )

@@ -169,3 +169,21 @@ async def test_connections_the_server_dropped_are_replaced_not_handed_out(postgr
         assert await store.fetch_one("SELECT 3 AS three") == {"three": 3}
     finally:
         await store.close()
+
+
+@pytest.mark.anyio
+async def test_tables_in_a_schema_the_store_does_not_reach_are_a_config_error(postgres_db: str) -> None:
+    """``schema`` dropped from the config (as for a transaction pooler) would start an empty memory beside the real
+    one: the store says where the tables are instead."""
+    first = PostgresStore(postgres_db, schema="gateway")
+    try:
+        await first.migrate("items", [Migration(1, "items", "CREATE TABLE items (x INTEGER)")])
+    finally:
+        await first.close()
+    elsewhere = PostgresStore(postgres_db)
+    try:
+        with pytest.raises(ConfigError, match="the 'items' tables in schema 'gateway', which the store does not reach"):
+            await elsewhere.migrate("items", [Migration(1, "items", "CREATE TABLE items (x INTEGER)")])
+        assert await elsewhere.fetch_one("SELECT to_regclass('public.items') AS t") == {"t": None}  # nothing made
+    finally:
+        await elsewhere.close()
