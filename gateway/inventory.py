@@ -16,11 +16,16 @@ __all__ = ["enabled_packs", "pack_lines", "tool_lines", "tool_rows", "upstream_l
 
 
 def upstream_lines(runtime: GatewayRuntime) -> list[str]:
-    """One line per remote server the packs forward to (with its last error): transport, state, tools, target."""
+    """One line per remote server the packs forward to (with its last error): transport, state, the tools served
+    from it (the host's count: a tool it left out, its name clashing with a local one say, is not one), target."""
+    served: dict[tuple[str, str], int] = {}
+    for tool in runtime.tools.values():
+        if tool.tool.upstream:
+            served[(tool.pack, tool.tool.upstream)] = served.get((tool.pack, tool.tool.upstream), 0) + 1
     lines = []
     for pack, status in runtime.upstream_statuses():
         where = f"{pack}/{status.name}  {status.transport}  {status.state}"
-        lines.append(f"    {where}  {status.tools} tools  {status.detail}")
+        lines.append(f"    {where}  {served.get((pack, status.name), 0)} tools  {status.detail}")
         if status.last_error:
             lines.append(f"        last error: {status.last_error}")
     return lines

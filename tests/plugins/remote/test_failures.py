@@ -18,6 +18,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from structlog.testing import capture_logs
 
+from gateway.inventory import upstream_lines
 from gateway.testing import running_gateway
 from tests.plugins.remote.support import (
     PY_SERVER,
@@ -137,7 +138,9 @@ async def test_a_tool_name_no_client_could_use_is_left_out_and_logged_once(tmp_p
             listed = {t.name for t in (await client.list_tools()).tools}
             await client.list_tools()
             scraped = client.runtime.metrics.render().decode()
+            (summary,) = upstream_lines(client.runtime)  # the operator's count: what is served, not what is offered
     assert "py_fine" in listed and not any(f"py_{name}" in listed for name in odd)
+    assert f"remote/py  stdio  up  {len(listed)} tools" in summary, summary
     assert "two words" not in scraped and "x" * 200 not in scraped
     told = [e["tool"] for e in logs if e["event"] == "remote tool left out: not a usable tool name"]
     assert sorted(told) == sorted(f"py_{name}"[:200] for name in odd)  # a name is logged cut at 200

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gateway.api import Prompt, PromptMessage, PromptResult, Resource, ResourceContent, ToolPack, hookimpl
+from gateway.inventory import upstream_lines
 from gateway.testing import running_gateway
 from tests.plugins.remote.support import HttpUpstream, py_http_server, remote_config
 
@@ -49,6 +50,9 @@ async def test_a_remote_tool_never_takes_a_local_name_nor_stops_the_start(tmp_pa
                 {"thought": "t", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": False},
             )
             assert not answer.is_error and "thoughtNumber" in answer.content[0].text
+            remote = sum(1 for tool in client.runtime.tools.values() if tool.pack == "remote")
+            (summary,) = upstream_lines(client.runtime)  # the operator's count: served, not offered
+            assert f"remote/py  http  up  {remote} tools" in summary, summary
 
 
 class _LocalTwins(ToolPack):
