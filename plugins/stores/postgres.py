@@ -162,9 +162,9 @@ class PostgresStore:
                         await probe.execute(
                             "SELECT pg_advisory_xact_lock(hashtextextended('mcp-gateway:schema', 0))", prepare=False
                         )
-                        await probe.execute(
-                            sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self._schema))
-                        )
+                        exists = "SELECT 1 FROM pg_namespace WHERE nspname = %s"  # CREATE checks the privilege first
+                        if not await (await probe.execute(exists, (self._schema,), prepare=False)).fetchone():
+                            await probe.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self._schema)))
                 except psycopg.errors.InsufficientPrivilege as exc:
                     raise ConfigError(
                         f"{self._provider}: role {probe.info.user!r} may not create the schema {self._schema!r} "
@@ -210,6 +210,7 @@ class PostgresStore:
         try:
             async with bounded(connection, self._connect_timeout, self._provider):
                 await AsyncConnectionPool.check_connection(connection)
+            self._health.connected()  # the server answers
         except ProviderUnavailable as exc:
             self._health.failed(exc)  # frozen or cut off: checking the other idle connections would wait as long
             raise
@@ -228,10 +229,13 @@ class PostgresStore:
                 await connection.close()
 
     async def _getconn(self, pool: AsyncConnectionPool[AsyncConnection[Row]]) -> AsyncConnection[Row]:
-        """A pooled connection, or :class:`ProviderUnavailable` as soon as a connection attempt fails meanwhile."""
-        self._health.raise_if_open()
-        if self._health.failing:
-            await self._reach()
+        """A pooled connection, or :class:`ProviderUnavailable` as soon as a connection attempt fails meanwhile. While
+        the pool holds an idle connection, that is tried first: a failed new connection (a pooler at its client
+        limit, a slow ``/health`` probe) does not mean the connections already open stopped working."""
+        if not pool.get_stats().get("pool_available", 0):
+            self._health.raise_if_open()
+            if self._health.failing:
+                await self._reach()
         getting = asyncio.ensure_future(pool.getconn())
         failure = asyncio.ensure_future(self._health.next_failure())
         try:
@@ -320,9 +324,9 @@ class PostgresStore:
         """
         ordered = ordered_migrations(namespace, migrations)
         self._guard.refuse_nesting()
-        async with self._connection() as connection:
-            async with bounded(connection, self._connect_timeout, self._provider):
-                await refuse_tables_out_of_reach(connection, namespace, provider=self._provider, schema=self._schema)
+        if self._schema is None:  # a deployment with a schema of its own may share the database with others
+            async with self._connection() as connection, bounded(connection, self._connect_timeout, self._provider):
+                await refuse_tables_out_of_reach(connection, namespace, provider=self._provider)
         applied: dict[int, str] = {}
         for migration in ordered:
             async with self._connection() as connection:

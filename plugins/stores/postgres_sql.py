@@ -147,12 +147,10 @@ async def apply_migration(connection: AsyncConnection[Row], namespace: str, migr
     return applied
 
 
-async def refuse_tables_out_of_reach(
-    connection: AsyncConnection[Row], namespace: str, *, provider: str, schema: str | None
-) -> None:
-    """A :class:`ConfigError` when ``namespace`` was migrated in another schema of the database than the one the
-    connection reaches (``schema`` dropped from the config, say): the store would start a second, empty memory
-    beside the real one."""
+async def refuse_tables_out_of_reach(connection: AsyncConnection[Row], namespace: str, *, provider: str) -> None:
+    """For a store with no ``schema`` of its own: a :class:`ConfigError` when ``namespace`` was migrated in a schema
+    of the database its search path does not reach (``schema`` dropped from the config, say): the store would start
+    a second, empty memory beside the real one."""
     query = (
         "SELECT to_regclass(%(t)s) IS NOT NULL AS here, (SELECT array_agg(DISTINCT table_schema::text) FROM "
         "information_schema.tables WHERE table_name = %(t)s) AS schemas"
@@ -170,7 +168,7 @@ async def refuse_tables_out_of_reach(
     if elsewhere:
         raise ConfigError(
             f"{provider}: this database holds the {namespace!r} tables in schema {', '.join(elsewhere)}, which the "
-            f"store does not reach (its `schema` is {schema!r}): set `schema` to it, or (behind a transaction "
-            "pooler, where a session's search_path does not last) give the role that search path: ALTER ROLE ... "
-            "SET search_path = <schema>"
+            "store does not reach (it has no `schema`): set `schema` to it, or (behind a transaction pooler, where "
+            "a session's search_path does not last) give the role that search path: ALTER ROLE ... SET "
+            "search_path = <schema>"
         )

@@ -92,7 +92,8 @@ async def test_a_server_freezing_during_a_transaction_fails_it_and_its_connectio
             with pytest.raises(ProviderUnavailable, match="did not answer"):
                 async with asyncio.timeout(90), store.transaction() as tx:
                     await tx.execute("SELECT pg_sleep(1.5)")
-                    await tx.execute("SELECT 1")  # the server froze during the previous statement, or this one
+                    await freezer  # frozen during that statement (which then failed) or by now, however slow
+                    await tx.execute("SELECT 1")
             assert time.monotonic() - started < 30
             await freezer
         finally:
@@ -119,6 +120,27 @@ async def test_a_stopped_server_fails_each_call_at_once_with_the_real_cause(own_
             assert "no free connection" not in failed.value.reason
             assert "Sekr1tPass" not in str(failed.value)
     finally:
+        await store.close()
+
+
+async def test_a_failed_new_connection_leaves_calls_on_the_pooled_ones(own_server: PostgresServer) -> None:
+    """A server that stops taking new sessions (a pooler at its client limit behaves alike) while the pool holds a
+    working connection: a failed probe (what ``/health`` does) must not fail the calls the open one can serve."""
+    name = own_server.create_database()
+    store = PostgresStore(own_server.dsn(name), min_size=1, max_size=1)
+    admin = psycopg.connect(own_server.dsn(), autocommit=True)
+    try:
+        assert await store.fetch_one("SELECT 1 AS one") == {"one": 1}
+        admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(sql.Identifier(name)))
+        with pytest.raises(ProviderUnavailable):
+            await store.probe()
+        for _ in range(3):
+            assert await store.fetch_one("SELECT 1 AS one") == {"one": 1}
+        async with store.transaction() as tx:
+            assert await tx.fetch_one("SELECT 2 AS two") == {"two": 2}
+    finally:
+        admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS true").format(sql.Identifier(name)))
+        admin.close()
         await store.close()
 
 
@@ -199,5 +221,19 @@ async def test_a_role_that_may_not_create_the_schema_is_a_config_error_naming_it
         message = str(refused.value)
         assert message.startswith("store:postgres: ") and f"role {role!r}" in message
         assert "'gateway_data'" in message and "CREATE on database" in message
+    finally:
+        await store.close()
+
+
+async def test_a_schema_made_beforehand_for_the_role_needs_no_create_on_the_database(
+    unprivileged_dsn: tuple[str, str], postgres_db: str
+) -> None:
+    """What the error above advises works: PostgreSQL's ``CREATE SCHEMA IF NOT EXISTS`` checks the privilege first."""
+    dsn, role = unprivileged_dsn
+    with psycopg.connect(postgres_db, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE SCHEMA gateway_data AUTHORIZATION {}").format(sql.Identifier(role)))
+    store = PostgresStore(dsn, schema="gateway_data")
+    try:
+        assert await store.fetch_one("SELECT current_schema() AS s") == {"s": "gateway_data"}
     finally:
         await store.close()

@@ -187,3 +187,8 @@ async def test_tables_in_a_schema_the_store_does_not_reach_are_a_config_error(po
         assert await elsewhere.fetch_one("SELECT to_regclass('public.items') AS t") == {"t": None}  # nothing made
     finally:
         await elsewhere.close()
+    staging = PostgresStore(postgres_db, schema="staging")  # a deployment of its own in the same database
+    try:
+        await staging.migrate("items", [Migration(1, "items", "CREATE TABLE items (x INTEGER)")])
+    finally:
+        await staging.close()
