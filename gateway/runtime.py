@@ -235,7 +235,8 @@ class GatewayRuntime:
         if served is None:
             self.metrics.unknown_tool()
             self._log_call(name[:MAX_REDACTED_NAME], context, "unknown_tool", 0.0)  # cut once redacted
-            raise UnknownTool(name, next(filter(None, (p.why_not_served(name) for p in self.packs.values())), None))
+            why = (pack.why_not_served(name, context.principal) for pack in self.packs.values())
+            raise UnknownTool(name, next(filter(None, why), None))
         context.tool_name = name
         started = time.perf_counter()
         scope = enter_call(context.correlation_id, name)

@@ -255,9 +255,10 @@ class ToolPack:
         whose lists change: a name with one of their prefixes). False for a pack whose tools are fixed."""
         return False
 
-    def why_not_served(self, name: str) -> str | None:
+    def why_not_served(self, name: str, principal: Principal) -> str | None:
         """Why a tool of this full name is not served, when this pack knows (the remote server whose prefix it has
-        is down and its tools are not known): said in the "unknown tool" error. ``None``: nothing to say."""
+        is down and its tools are not known): said to ``principal`` in the "unknown tool" error, so nothing it may
+        not see. ``None``: nothing to say."""
         return None
 
     def rest_routes(self) -> Sequence[RestRoute]:

@@ -22,6 +22,7 @@ from gateway.api import (
     MAX_TOOL_NAME,
     CallContext,
     PackContext,
+    Principal,
     Prompt,
     PromptResult,
     Resource,
@@ -197,12 +198,16 @@ class RemotePack(ToolPack):
             for upstream in self.upstreams
         )
 
-    def why_not_served(self, name: str) -> str | None:
-        for up in self.upstreams:
-            if name.startswith(up.config.prefix) and not up.catalogue.known and up.state in ("down", "starting"):
-                why = f": {up.last_error}" if up.state == "down" and up.last_error else ""
-                return f"remote server {up.name!r}, whose tools are not known yet, is {up.state}{why}"
-        return None
+    def why_not_served(self, name: str, principal: Principal) -> str | None:
+        # The server the name's prefix points to (the longest prefix: an empty one only when no other matches); its
+        # name and state only, to a caller with its scope (the last error, a path or a URL, is in the log).
+        matching = [up for up in self.upstreams if name.startswith(up.config.prefix)]
+        up = max(matching, key=lambda up: len(up.config.prefix), default=None)
+        if up is None or up.catalogue.known or up.state not in ("down", "starting"):
+            return None
+        if not principal.allows(up.config.scope):
+            return None
+        return f"remote server {up.name!r}, whose tools are not known yet, is {up.state}"
 
     def status(self) -> Sequence[UpstreamStatus]:
         counts: dict[str, int] = {}

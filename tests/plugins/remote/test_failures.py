@@ -18,6 +18,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from structlog.testing import capture_logs
 
+from gateway.api import Principal
 from gateway.inventory import upstream_lines
 from gateway.testing import running_gateway
 from tests.plugins.remote.support import (
@@ -173,13 +174,19 @@ def test_a_stop_signal_while_a_server_is_stuck_in_initialize_at_start_up_stops_a
 async def test_a_tool_of_a_server_never_up_is_unknown_saying_the_server_is_down(tmp_path: Path):
     """A first run (no catalogue copy) of a server that fails at start: its tools are not known, so a call names the
     server and why, not only "Unknown tool"."""
-    server = {**py_stdio_server(tmp_path / "state", restart_backoff_seconds=30), "env": {"PY_SERVER_FAIL": "1"}}
+    server = {
+        **py_stdio_server(tmp_path / "state", restart_backoff_seconds=30, scope="py:use"),
+        "env": {"PY_SERVER_FAIL": "1"},
+    }
     async with running_gateway(remote_config(tmp_path, [server])) as client:
         with pytest.raises(MCPError) as refused:
             await client.call_tool("py_echo", {"text": "x"})
         with pytest.raises(MCPError) as elsewhere:
             await client.call_tool("other_echo", {"text": "x"})
+        pack = client.runtime.packs["remote"]
+        assert pack.why_not_served("py_echo", Principal(subject="s", scopes=frozenset({"py:use"})))
+        assert pack.why_not_served("py_echo", Principal(subject="s")) is None  # not the server of such a caller
     message = str(refused.value)
     assert message.startswith("Unknown tool: py_echo") and "remote server 'py'" in message, message
-    assert "is down" in message and "told to fail" in message
+    assert "is down" in message and "told to fail" not in message  # its last error is the log's, not the caller's
     assert str(elsewhere.value) == "Unknown tool: other_echo"  # not this server's prefix
