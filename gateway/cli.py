@@ -321,8 +321,12 @@ def config_check(env: CliEnvironment, start: bool) -> None:
                     from gateway.http import build_http_app
 
                     build_http_app(runtime)
-                statuses = [status for _, status in runtime.upstream_statuses()]  # failed, perhaps retrying now:
-                down = [f"{s.name} ({s.last_error})" for s in statuses if s.state != "up" and s.last_error]
+                # started and not up (a lazy server whose tools are known stays idle: it is not started)
+                down = [
+                    f"{status.name} ({status.last_error or 'no answer yet'})"
+                    for _, status in runtime.upstream_statuses()
+                    if status.state in ("down", "starting")
+                ]
                 return len(runtime.catalogue.tools), inventory.pack_lines(runtime), down
 
         count, packs, down = _run(main)

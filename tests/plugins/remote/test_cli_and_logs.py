@@ -65,6 +65,18 @@ def test_config_check_start_fails_naming_a_remote_server_that_is_down(tmp_path: 
     assert "ok (started: 13 tools)" in passed.stdout and "remote/py  stdio  idle  13 tools" in passed.stdout
 
 
+def test_config_check_start_fails_naming_a_remote_server_that_never_answers(tmp_path: Path):
+    hanging = {
+        **py_stdio_server(tmp_path / "state", connect_timeout_seconds=3),
+        "env": {"PY_SERVER_HANG_ONCE": "1"},
+    }
+    checked = _gateway(
+        write_toml(tmp_path / "hangs.toml", remote_config(tmp_path, [hanging])), "config", "check", "--start"
+    )
+    assert checked.returncode == 1, checked.stdout
+    assert "remote server(s) down: py (" in checked.stderr
+
+
 def test_remote_text_is_redacted_in_the_logs(tmp_path: Path):
     config = remote_config(
         tmp_path,
