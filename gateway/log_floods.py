@@ -2,9 +2,9 @@
 
 A library may log the same message many times a second: the MCP SDK logs an error with its traceback for every
 line a remote server prints on stdout that is not JSON-RPC, and a server printing garbage wrote megabytes a
-second. :class:`FloodGate` lets through at most ``per_second`` lines of one message (one logger, one format
-string) in a second, only the first of them with its traceback; the first line of the next second says how many
-were dropped.
+second. :class:`FloodGate` lets through at most ``per_second`` lines of one message (one logger, one text) in a
+second, only the first of them with its traceback; the next line of that message, a second or more later, says how
+many were dropped.
 """
 
 from __future__ import annotations
@@ -31,11 +31,15 @@ class FloodGate(logging.Filter):
         super().__init__()
         self._per_second = per_second
         self._remembered = remembered
-        self._windows: dict[tuple[str, object], _Window] = {}
+        self._windows: dict[tuple[str, str], _Window] = {}
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        key = (record.name, record.msg)
+        try:  # the text as written: distinct lines of one format string are not a flood
+            text = record.getMessage()[:500]
+        except Exception:  # arguments that do not fit the format: logging reports that when it writes the line
+            text = repr(record.msg)[:500]
+        key = (record.name, text)
         now = time.monotonic()
         with self._lock:
             window = self._windows.get(key)

@@ -209,3 +209,14 @@ def test_a_fatal_signal_leaves_its_traceback_on_the_log_stream(tmp_path) -> None
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode != 0
     assert "Fatal Python error: Segmentation fault" in done.stderr and "string_at" in done.stderr
+
+
+def test_distinct_lines_of_one_format_string_are_not_a_flood_and_any_message_type_passes() -> None:
+    stream = io.StringIO()
+    configure_logging("info", stream=stream)
+    library = logging.getLogger("somelib")
+    for n in range(30):
+        library.warning("dropping tool %r: its schema is not an object", f"tool{n}")
+    library.warning({"a": "dict as the message"})  # unhashable: logged, not raised into the library
+    events = [json.loads(line)["event"] for line in stream.getvalue().splitlines()]
+    assert len(events) == 31 and "tool29" in events[29] and "dict as the message" in events[30]
