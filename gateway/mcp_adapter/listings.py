@@ -50,7 +50,7 @@ async def read_page(client: Client, method: str, cursor: str | None) -> BaseMode
     try:
         return await typed[method](cursor=cursor)
     except ValidationError:  # some entry, or the page itself, is not what the protocol says: see which
-        if not sdk_internals_present(client.session):  # an SDK without what is used below: the page fails whole
+        if not sdk_internals_present(getattr(client, "session", None)):  # an SDK without it: the page fails whole
             raise
     result, left_out = sound_page(method, client.protocol_version, await _untyped(client, method, cursor))
     what = _LISTS[method][4]

@@ -80,7 +80,7 @@ async def test_a_tool_blocking_the_loop_is_named_with_where_it_blocks(tmp_path: 
 
 
 async def test_a_tool_that_awaits_is_not_reported(tmp_path: Any) -> None:
-    async with running_gateway(_config(tmp_path, 0.5), extra_plugins=[("nap", NapPlugin())]) as client:
+    async with running_gateway(_config(tmp_path, 0.9), extra_plugins=[("nap", NapPlugin())]) as client:
         with capture_logs() as logs:
             result = await client.call_tool("nap_wait", {"seconds": 1.0})
     assert not result.is_error
