@@ -86,7 +86,9 @@ def test_a_caller_without_credentials_is_refused_before_its_body_is_read(tmp_pat
 
 
 def test_a_head_sent_whole_in_one_read_is_held_to_the_limit_and_a_slow_body_is_not_cut(tmp_path: Path) -> None:
-    with http_gateway(_config(tmp_path)) as (base, _):
+    config = _config(tmp_path)
+    config["transport"]["body_timeout_seconds"] = 1.5  # pauses of 0.3 s stay far from it on a loaded machine
+    with http_gateway(config) as (base, _):
         with _connect(base) as sock:  # complete, in one piece: parsed at once, still over the limit
             sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n")
             assert _read_all(sock).startswith(b"HTTP/1.1 431 ")  # read whole: no reset before the answer
@@ -97,7 +99,7 @@ def test_a_head_sent_whole_in_one_read_is_held_to_the_limit_and_a_slow_body_is_n
         )
         with _connect(base) as sock:  # a body that takes longer than the timeout, never stalling that long
             sock.sendall(head)
-            for start in range(0, len(body), 10):
-                time.sleep(0.2)
-                sock.sendall(body[start : start + 10])
+            for start in range(0, len(body), 7):  # seven pauses: 2.1 s in all
+                time.sleep(0.3)
+                sock.sendall(body[start : start + 7])
             assert _read_all(sock).startswith(b"HTTP/1.1 ")
