@@ -323,7 +323,7 @@ def config_check(env: CliEnvironment, start: bool) -> None:
                     build_http_app(runtime)
                 # started and not up (a lazy server whose tools are known stays idle: it is not started)
                 down = [
-                    f"{status.name} ({status.last_error or 'no answer yet'})"
+                    f"{status.name} ({status.last_error or 'still starting when the start-up wait ended'})"
                     for _, status in runtime.upstream_statuses()
                     if status.state in ("down", "starting")
                 ]

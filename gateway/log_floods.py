@@ -44,8 +44,10 @@ class FloodGate(logging.Filter):
         with self._lock:
             window = self._windows.get(key)
             if window is None or now - window.start >= 1.0:
-                if len(self._windows) >= self._remembered:
-                    self._windows.clear()
+                if len(self._windows) >= self._remembered:  # keep the windows still open (a flood under way)
+                    self._windows = {k: w for k, w in self._windows.items() if now - w.start < 1.0}
+                    if len(self._windows) >= self._remembered:
+                        self._windows.clear()
                 dropped = window.dropped if window is not None else 0
                 window = self._windows[key] = _Window(now)
                 if dropped:

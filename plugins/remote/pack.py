@@ -202,12 +202,12 @@ class RemotePack(ToolPack):
         # The server the name's prefix points to (the longest prefix: an empty one only when no other matches); its
         # name and state only, to a caller with its scope (the last error, a path or a URL, is in the log).
         matching = [up for up in self.upstreams if name.startswith(up.config.prefix)]
-        up = max(matching, key=lambda up: len(up.config.prefix), default=None)
-        if up is None or up.catalogue.known or up.state not in ("down", "starting"):
-            return None
-        if not principal.allows(up.config.scope):
-            return None
-        return f"remote server {up.name!r}, whose tools are not known yet, is {up.state}"
+        longest = max((len(up.config.prefix) for up in matching), default=0)
+        for up in matching:
+            if len(up.config.prefix) == longest and not up.catalogue.known and up.state in ("down", "starting"):
+                if principal.allows(up.config.scope):
+                    return f"remote server {up.name!r}, whose tools are not known yet, is {up.state}"
+        return None
 
     def status(self) -> Sequence[UpstreamStatus]:
         counts: dict[str, int] = {}

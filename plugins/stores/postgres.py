@@ -212,7 +212,7 @@ class PostgresStore:
                 await AsyncConnectionPool.check_connection(connection)
             self._health.connected()  # the server answers
         except ProviderUnavailable as exc:
-            self._health.failed(exc)  # frozen or cut off: checking the other idle connections would wait as long
+            self._health.failed(exc, pooled=True)  # frozen or cut off: the other idle connections would wait as long
             raise
         except Exception:
             if self._pool is not None:
@@ -231,8 +231,9 @@ class PostgresStore:
     async def _getconn(self, pool: AsyncConnectionPool[AsyncConnection[Row]]) -> AsyncConnection[Row]:
         """A pooled connection, or :class:`ProviderUnavailable` as soon as a connection attempt fails meanwhile. While
         the pool holds an idle connection, that is tried first: a failed new connection (a pooler at its client
-        limit, a slow ``/health`` probe) does not mean the connections already open stopped working."""
-        if not pool.get_stats().get("pool_available", 0):
+        limit, a slow ``/health`` probe) does not mean the connections already open stopped working; a pooled one
+        that stopped answering does."""
+        if self._health.pooled_failed or not pool.get_stats().get("pool_available", 0):
             self._health.raise_if_open()
             if self._health.failing:
                 await self._reach()

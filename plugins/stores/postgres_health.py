@@ -54,6 +54,8 @@ class ServerHealth:
         self._secret = secret
         self._breaker_seconds = breaker_seconds
         self._error: str | None = None
+        self.pooled_failed = False
+        """The failure was a pooled connection's (its check timed out): the other idle ones are suspect too."""
         self._open_until = 0.0
         self._failure = asyncio.Event()
 
@@ -66,11 +68,13 @@ class ServerHealth:
         """``what``, followed by the last connection error when there is one."""
         return f"{what}; last connection error: {self._error}" if self._error else what
 
-    def failed(self, exc: BaseException) -> None:
-        """Record a failed connection attempt (or a server found not answering). It opens the breaker, unless the
-        server only turned us away for lack of room (``too many clients``: a pooled connection may come back)."""
+    def failed(self, exc: BaseException, *, pooled: bool = False) -> None:
+        """Record a failed connection attempt, or (``pooled``) a pooled connection found not answering. It opens the
+        breaker, unless the server only turned us away for lack of room (``too many clients``: a pooled connection
+        may come back)."""
         if str(getattr(exc, "sqlstate", None) or "").startswith(_TOO_MANY_CLIENTS):
             return
+        self.pooled_failed = self.pooled_failed or pooled
         message = " ".join(str(exc).split()) or type(exc).__name__
         if self._secret:
             message = message.replace(self._secret, "***")
@@ -82,6 +86,7 @@ class ServerHealth:
     def connected(self) -> None:
         """Record a successful connection attempt: the server is back."""
         self._error = None
+        self.pooled_failed = False
         self._open_until = 0.0
 
     def raise_if_open(self) -> None:

@@ -123,6 +123,38 @@ async def test_a_stopped_server_fails_each_call_at_once_with_the_real_cause(own_
         await store.close()
 
 
+async def test_once_a_pooled_connection_stops_answering_the_others_are_not_waited_on(
+    own_server: PostgresServer,
+) -> None:
+    """A frozen server: the first call finds its pooled connection silent; the next must not try the other idle
+    (as silent) ones one by one, waiting out ``connect_timeout`` on each."""
+    store = PostgresStore(own_server.dsn(), min_size=4, max_size=4, connect_timeout=5, statement_timeout=1)
+    try:
+        assert await store.fetch_one("SELECT 1 AS one") == {"one": 1}
+        await _pool_filled(store, 4)
+        own_server.freeze()
+        try:
+            with pytest.raises(ProviderUnavailable):
+                await store.fetch_one("SELECT 1")
+            started = time.monotonic()
+            with pytest.raises(ProviderUnavailable):
+                await store.fetch_one("SELECT 1")
+            assert time.monotonic() - started < 2.5  # not the 5 s of another silent connection
+        finally:
+            own_server.thaw()
+        await _served_again(store)
+    finally:
+        await store.close()
+
+
+async def _pool_filled(store: PostgresStore, size: int, within: float = 30.0) -> None:
+    deadline = time.monotonic() + within
+    while (store._pool is None or store._pool.get_stats().get("pool_available", 0) < size) and (
+        time.monotonic() < deadline
+    ):
+        await asyncio.sleep(0.05)
+
+
 async def test_a_failed_new_connection_leaves_calls_on_the_pooled_ones(own_server: PostgresServer) -> None:
     """A server that stops taking new sessions (a pooler at its client limit behaves alike) while the pool holds a
     working connection: a failed probe (what ``/health`` does) must not fail the calls the open one can serve."""
