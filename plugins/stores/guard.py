@@ -1,4 +1,4 @@
-"""Refusing nested transactions: a clear error instead of a deadlock.
+"""Transactions used wrongly get a clear error: nested (instead of a deadlock), or after they ended.
 
 A task inside ``async with store.transaction()`` that calls ``store.transaction()`` or ``store.execute()`` again
 would wait for itself (SQLite's single writer) or for a row lock its own transaction holds (PostgreSQL). The
@@ -31,3 +31,18 @@ class TransactionGuard:
             yield
         finally:
             _ACTIVE.reset(token)
+
+
+class TransactionState:
+    """What both stores' transaction objects refuse: a statement after the block ended (``finished``), or after an
+    integrity error rolled the transaction back (``rolled_back``)."""
+
+    def __init__(self) -> None:
+        self.rolled_back = False
+        self.finished = False
+
+    def _check(self) -> None:
+        if self.finished:
+            raise RuntimeError("this transaction is over: use it only inside its `async with` block")
+        if self.rolled_back:
+            raise RuntimeError("this transaction was rolled back after an integrity error")

@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 from gateway.api import ConfigError, Migration, StoreIntegrityError
 from gateway.api.stores import Params, Row
+from gateway_plugins.stores.guard import TransactionState
 from gateway_plugins.stores.postgres_health import bounded
 from gateway_plugins.stores.sql import MIGRATIONS_TABLE, check_applied, require_aware, to_pyformat
 
@@ -56,21 +57,14 @@ def postgres_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
     return {key: to_postgres_value(value) for key, value in (params or {}).items()}
 
 
-class Transaction:
+class Transaction(TransactionState):
     """The :class:`gateway.api.Transaction` of one pooled connection."""
 
     def __init__(self, connection: AsyncConnection[Row], deadline: float | None, provider: str) -> None:
+        super().__init__()
         self._connection = connection
         self._deadline = deadline
         self._provider = provider
-        self.rolled_back = False
-        self.finished = False
-
-    def _check(self) -> None:
-        if self.finished:
-            raise RuntimeError("this transaction is over: use it only inside its `async with` block")
-        if self.rolled_back:
-            raise RuntimeError("this transaction was rolled back after an integrity error")
 
     async def _run(self, sql_text: str, params: Params | None, fetch: Literal["none", "one", "all"]) -> Any:
         self._check()

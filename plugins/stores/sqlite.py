@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api import Migration, ProviderContext, StoreIntegrityError
 from gateway.api.stores import Params, Row
-from gateway_plugins.stores.guard import TransactionGuard
+from gateway_plugins.stores.guard import TransactionGuard, TransactionState
 from gateway_plugins.stores.sql import (
     MIGRATIONS_TABLE,
     check_applied,
@@ -84,21 +84,14 @@ class SqliteStoreConfig(BaseModel):
     """``NORMAL`` is durable across application crashes in WAL mode; ``FULL`` also across power loss."""
 
 
-class _Transaction:
+class _Transaction(TransactionState):
     """The :class:`gateway.api.Transaction` of the writer connection."""
 
     def __init__(self, connection: ThreadedConnection) -> None:
+        super().__init__()
         self._connection = connection
-        self.rolled_back = False
-        self.finished = False
 
     # Statements run inline (see the module's docstring): the transaction holds the write lock.
-
-    def _check(self) -> None:
-        if self.finished:
-            raise RuntimeError("this transaction is over: use it only inside its `async with` block")
-        if self.rolled_back:
-            raise RuntimeError("this transaction was rolled back after an integrity error")
 
     async def _integrity_failure(self, exc: sqlite3.IntegrityError) -> StoreIntegrityError:
         with anyio.CancelScope(shield=True):
