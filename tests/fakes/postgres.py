@@ -270,15 +270,21 @@ class PostgresServer:
         self.stop()
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server shared by the whole test session."""
+def started_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of the caller's own for the duration of a fixture (the test is skipped when none can
+    start here); stopped afterwards."""
     try:
         server = PostgresServer.start()
     except PostgresUnavailable as exc:
         pytest.skip(str(exc))
     with server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server shared by the whole test session."""
+    yield from started_server()
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from psycopg import sql
 from gateway.api import ConfigError, ProviderUnavailable
 from gateway.contracts.store_contract import ITEMS
 from gateway_plugins.stores.postgres import PostgresStore
-from tests.fakes.postgres import PostgresServer, PostgresUnavailable
+from tests.fakes.postgres import PostgresServer, started_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
@@ -31,12 +31,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 def own_server() -> Iterator[PostgresServer]:
     """A server of this test's own, which it may freeze or stop."""
-    try:
-        server = PostgresServer.start()
-    except PostgresUnavailable as exc:
-        pytest.skip(str(exc))
-    with server:
-        yield server
+    yield from started_server()
 
 
 async def _served_again(store: PostgresStore, within: float = 60.0) -> None:
