@@ -68,6 +68,7 @@ class Catalogue:
         self.resources: dict[str, tuple[str, Resource]] = {}
         self.templates: list[tuple[str, ResourceTemplate, UriTemplate]] = []
         self.prompts: dict[str, tuple[str, Prompt]] = {}
+        self._told: set[str] = set()  # clashes logged: a pack re-read at every change repeats its own
 
     def add_pack(self, pack_name: str, pack: ToolPack, prefix: str = "") -> None:
         """Index a pack at start-up. Raises :class:`ConfigError` on a name another pack already offers."""
@@ -93,7 +94,9 @@ class Catalogue:
     def _clash(self, strict: bool, message: str) -> None:
         if strict:
             raise ConfigError(f"{self.source}: 'packs.enabled': {message}")
-        log.error("catalogue change refused", reason=message)
+        if message not in self._told:
+            self._told.add(message)
+            log.error("catalogue change refused", reason=message)
 
     def _add(self, pack_name: str, pack: ToolPack, prefix: str, *, strict: bool) -> None:
         for tool in pack.tools():

@@ -40,6 +40,7 @@ def test_a_serving_pack_that_now_clashes_is_left_out_with_a_log() -> None:
     catalogue.add_pack("one", _Templates("one"))
     with capture_logs() as logs:
         catalogue.replace_pack("two", _Templates("two"))
+        catalogue.replace_pack("two", _Templates("two"))  # re-read at its next change: the same clash, told once
     assert [pack for pack, _, _ in catalogue.templates] == ["one"]
     assert [e["event"] for e in logs] == ["catalogue change refused"]
 
