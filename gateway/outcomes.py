@@ -132,10 +132,15 @@ def schema_outcome(served: ServedTool, result: Any, context: CallContext) -> Cal
         errors = schema_errors(served.output_validator, structured) if structured is not None else []
         if structured is None or errors:
             log.error("tool result does not match its output schema", tool=served.name, errors=errors)
-            raise InternalError(
-                "the tool produced an invalid result",
-                details={"errors": [e["field"] for e in errors] or ["structuredContent"]},
-            )
+            fields = [e["field"] for e in errors] or ["structuredContent"]
+            if upstream := served.tool.upstream:  # the remote server's own schema: its answer is at fault
+                raise ToolError(
+                    f"upstream server {upstream!r} answered with a result its own output schema refuses",
+                    code="upstream_error",
+                    http_status=502,
+                    details={"upstream": upstream, "errors": fields},
+                )
+            raise InternalError("the tool produced an invalid result", details={"errors": fields})
     if structured is not None and not is_error:
         body = dict(structured)
     else:

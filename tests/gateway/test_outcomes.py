@@ -46,6 +46,9 @@ class OddPack(ToolPack):
             Tool("odd_measure", "A measurement.", MeasureIn, Measure, measure),
             Tool("odd_refuse", "Refuses with details JSON cannot carry.", MeasureIn, Measure, refuse),
             Tool.from_json_schema("odd_raw", "A JSON Schema tool's measurement.", schema, raw),
+            Tool.from_json_schema(  # as a remote pack serves a server's tool: its output schema is the server's
+                "odd_remote", "A remote measurement.", schema, raw, output_schema=schema, upstream="meter"
+            ),
         ]
 
 
@@ -85,6 +88,15 @@ async def test_error_details_json_cannot_carry_reach_the_caller_as_text(tmp_path
     assert body["error"]["details"] == {"when": "2026-01-02 00:00:00+00:00", "tags": "{'a'}", "ratio": "nan", "n": 3}
     (logged,) = [e for e in logs if e["event"] == "tool error holds values JSON cannot carry; sent as text"]
     assert sorted(logged["fields"]) == ["error.details.ratio", "error.details.tags", "error.details.when"]
+
+
+async def test_a_remote_result_its_own_output_schema_refuses_is_the_servers_error(tmp_path: Any) -> None:
+    async with running_gateway(_config(tmp_path), extra_plugins=[("odd", OddPlugin())]) as client:
+        result = await client.call_tool("odd_remote", {"value": "1.5"})  # a number where its schema says a string
+    error = json.loads(result.content[0].text)["error"]
+    assert result.is_error and error["code"] == "upstream_error"
+    assert error["message"] == "upstream server 'meter' answered with a result its own output schema refuses"
+    assert error["details"] == {"upstream": "meter", "errors": ["value"]}
 
 
 def test_non_json_fields_are_named_by_their_path() -> None:
