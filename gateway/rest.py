@@ -221,8 +221,8 @@ class RestApi:
             return deny(denied)
         try:
             outcome = await until_disconnected(request.receive, lambda: runtime.call_tool(name, arguments, context))
-        except UnknownTool as exc:
-            return refuse(404, f"no tool named {name!r}" + (f" ({exc.reason})" if exc.reason else ""))
+        except UnknownTool:  # removed since the check above (a remote server's list changed)
+            return refuse(404, f"no tool named {name!r}")
         except ClientGone:  # the call was cancelled and logged so; there is nobody to answer
             return Response(status_code=499)
         decision = context.state.get("rate_limit")
